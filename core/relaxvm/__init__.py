@@ -1,0 +1,60 @@
+"""relaxvm: Apache TVM's Relax virtual machine, rebuilt in Python.
+
+Importing this package registers nothing and loads no plugin: plugins load on the first
+registry lookup.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .bytecode import Arg, ArgKind, Opcode
+from .closure import VMClosure
+from .exec_builder import ExecBuilder, SpecialReg
+from .executable import Executable, VMFuncInfo, VMFuncKind
+from .hookspecs import hookimpl
+from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
+from .runtime import (
+    DataType,
+    Device,
+    Module,
+    Shape,
+    Storage,
+    Tensor,
+    cpu,
+    cuda,
+    device,
+    empty,
+    tensor,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Arg",
+    "ArgKind",
+    "DataType",
+    "Device",
+    "ExecBuilder",
+    "Executable",
+    "Module",
+    "Opcode",
+    "Shape",
+    "SpecialReg",
+    "Storage",
+    "Tensor",
+    "VMClosure",
+    "VMFuncInfo",
+    "VMFuncKind",
+    "__version__",
+    "cpu",
+    "cuda",
+    "device",
+    "empty",
+    "errors",
+    "get_global_func",
+    "hookimpl",
+    "list_global_func_names",
+    "register_func",
+    "remove_global_func",
+    "tensor",
+]

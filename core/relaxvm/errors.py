@@ -1,0 +1,72 @@
+"""The relaxvm exception hierarchy.
+
+Every error raised on purpose by relaxvm derives from :class:`RelaxVMError`, and also from the
+built-in exception TVM raises in the same situation (``ValueError``, ``TypeError`` or
+``RuntimeError``), so code written against TVM's behaviour keeps working::
+
+    RelaxVMError
+    ├── RegistryError (ValueError)          bad or duplicate registrations
+    │   └── FunctionNotFoundError           a name nobody registered
+    ├── PluginError (RuntimeError)          a plugin is missing, blocked or misbehaves
+    ├── DeviceError (ValueError)            unknown device kind, device without an API
+    ├── BytecodeError (ValueError)          a malformed program (builder or validator)
+    ├── ExecutableFormatError (ValueError)  corrupt, truncated, foreign or wrong-version bytes
+    ├── VMError (RuntimeError)              run-time failures: arity, checks, recursion, memory
+    ├── VMTypeError (TypeError)             a value of the wrong kind reached a builtin
+    └── VMValueError (ValueError)           a value of the right kind but wrong content
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BytecodeError",
+    "DeviceError",
+    "ExecutableFormatError",
+    "FunctionNotFoundError",
+    "PluginError",
+    "RegistryError",
+    "RelaxVMError",
+    "VMError",
+    "VMTypeError",
+    "VMValueError",
+]
+
+
+class RelaxVMError(Exception):
+    """Base class of every error relaxvm raises on purpose."""
+
+
+class RegistryError(RelaxVMError, ValueError):
+    """A registration was rejected (duplicate name, bad name, not callable)."""
+
+
+class FunctionNotFoundError(RegistryError):
+    """A global function was looked up by a name that nobody registered."""
+
+
+class PluginError(RelaxVMError, RuntimeError):
+    """A plugin could not be loaded, is missing, blocked, or broke the plugin rules."""
+
+
+class DeviceError(RelaxVMError, ValueError):
+    """An unknown device kind, or a device whose API is not available."""
+
+
+class BytecodeError(RelaxVMError, ValueError):
+    """A bytecode program is malformed (raised by ExecBuilder and the executable validator)."""
+
+
+class ExecutableFormatError(RelaxVMError, ValueError):
+    """Executable bytes are corrupt, truncated, foreign or of another format version."""
+
+
+class VMError(RelaxVMError, RuntimeError):
+    """A failure while the virtual machine runs (TVM raises these as ``RuntimeError``)."""
+
+
+class VMTypeError(RelaxVMError, TypeError):
+    """A builtin or VM entry point received a value of the wrong type."""
+
+
+class VMValueError(RelaxVMError, ValueError):
+    """A builtin or VM entry point received a value with the wrong content."""

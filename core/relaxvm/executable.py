@@ -1,0 +1,376 @@
+"""The executable: function table, constant pool and instruction stream, plus its imports.
+
+An :class:`Executable` is always well-formed: the constructor decodes and validates every
+instruction (register, constant, function and jump ranges), so the VM never meets a malformed
+program, whether it came from :class:`~relaxvm.ExecBuilder` or from a file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from .bytecode import (
+    _KINDS,
+    BEGIN_SPECIAL_REG,
+    VM_REGISTER,
+    VOID_REGISTER,
+    ArgKind,
+    Instruction,
+    Opcode,
+    decode_arg,
+)
+from .errors import BytecodeError
+from .runtime import DataType, Module, Shape, Tensor
+
+__all__ = ["Executable", "VMFuncInfo", "VMFuncKind"]
+
+#: Python types a constant-pool entry may have.
+CONSTANT_TYPES = (Tensor, Shape, str, int, float, DataType)
+
+
+class VMFuncKind(IntEnum):
+    """Function table entry kinds (TVM's ``VMFuncInfo::FuncKind``)."""
+
+    PACKED_FUNC = 0
+    VM_FUNC = 1
+    VM_TIR_FUNC = 2
+
+
+#: ``num_args`` of a function that is declared but not defined (packed functions keep it).
+DECLARED_ONLY = -2
+
+
+@dataclass
+class VMFuncInfo:
+    """One function table entry.
+
+    Attributes
+    ----------
+    kind : VMFuncKind
+    name : str
+    start_instr, end_instr : int
+        The function's instructions are ``[start_instr, end_instr)`` (VM functions only).
+    num_args : int
+        Parameter count (``-2`` for packed functions: declared, defined elsewhere).
+    register_file_size : int
+        Registers a frame needs (parameters included).
+    param_names : list of str
+    """
+
+    kind: VMFuncKind
+    name: str
+    start_instr: int = 0
+    end_instr: int = 0
+    num_args: int = DECLARED_ONLY
+    register_file_size: int = 0
+    param_names: list[str] = field(default_factory=list)
+
+
+class Executable(Module):
+    """A VM program: what :class:`~relaxvm.VirtualMachine` runs and what files hold.
+
+    Parameters
+    ----------
+    func_table : sequence of VMFuncInfo
+    constants : sequence
+        Tensors, shapes, strings, ints, floats and data types.
+    instr_offset : sequence of int
+        Word index where each instruction starts.
+    instr_data : sequence of int
+        The instruction words.
+    memory_scopes : dict of int to str, optional
+        Memory scope of tensor constants, by constant index.
+
+    Raises
+    ------
+    BytecodeError
+        Anything about the program is malformed; the message names the function and
+        instruction.
+    """
+
+    type_key = "relax.VMExecutable"
+
+    def __init__(
+        self,
+        func_table: Sequence[VMFuncInfo],
+        constants: Sequence[Any],
+        instr_offset: Sequence[int],
+        instr_data: Sequence[int],
+        memory_scopes: dict[int, str] | None = None,
+    ) -> None:
+        super().__init__(name="relax.VMExecutable")
+        self.func_table: list[VMFuncInfo] = list(func_table)
+        self.constants: list[Any] = list(constants)
+        self.instr_offset: list[int] = list(instr_offset)
+        self.instr_data: list[int] = list(instr_data)
+        self.memory_scopes: dict[int, str] = dict(memory_scopes or {})
+        self.func_map: dict[str, int] = {}
+        self.instructions: list[Instruction] = _validate(self)
+        for key, method in (
+            ("stats", self.stats),
+            ("as_text", self.as_text),
+            ("as_python", self.as_python),
+            ("has_function", self.has_function),
+        ):
+            self._functions[key] = method
+
+    # -- queries ----------------------------------------------------------------------------
+    def has_function(self, name: str) -> bool:
+        """Whether ``name`` is a Relax (VM or compiled) function of this executable."""
+        index = self.func_map.get(name)
+        return index is not None and self.func_table[index].kind is not VMFuncKind.PACKED_FUNC
+
+    def function_names(self) -> list[str]:
+        """Names of the Relax functions (not the packed functions they call)."""
+        return [f.name for f in self.func_table if f.kind is not VMFuncKind.PACKED_FUNC]
+
+    # -- renderings (executable_text.py) ----------------------------------------------------
+    def as_text(self) -> str:
+        """The bytecode listing, in TVM's ``as_text`` format."""
+        from .executable_text import as_text
+
+        return as_text(self)
+
+    def as_python(self) -> str:
+        """Runnable Python that rebuilds this exact executable with :class:`ExecBuilder`."""
+        from .executable_text import as_python
+
+        return as_python(self)
+
+    def stats(self) -> str:
+        """Constant pool and function table summary, in TVM's ``stats`` format."""
+        from .executable_text import stats
+
+        return stats(self)
+
+    # -- serialization (executable_format.py) -----------------------------------------------
+    def save_to_bytes(self) -> bytes:
+        """Serialize to the documented binary format (see ``docs/file_format.md``)."""
+        from .executable_format import save_to_bytes
+
+        return save_to_bytes(self)
+
+    @classmethod
+    def load_from_bytes(cls, data: bytes) -> Executable:
+        """Parse bytes written by :meth:`save_to_bytes`.
+
+        Raises
+        ------
+        ExecutableFormatError
+            The bytes are corrupt, truncated, foreign or of another format version; the
+            message gives the byte offset.
+        """
+        from .executable_format import load_from_bytes
+
+        return load_from_bytes(data)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`save_to_bytes` to ``path``."""
+        from .executable_format import save_file
+
+        save_file(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Executable:
+        """Read an executable written by :meth:`save`."""
+        from .executable_format import load_file
+
+        return load_file(path)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Executable: {len(self.function_names())} functions, "
+            f"{len(self.constants)} constants, {len(self.instructions)} instructions>"
+        )
+
+
+def _validate(ex: Executable) -> list[Instruction]:
+    """Check the whole program and decode it; also fills ``ex.func_map``."""
+    table = ex.func_table
+    num_funcs = len(table)
+    num_consts = len(ex.constants)
+    offsets = ex.instr_offset
+    data = ex.instr_data
+    num_instr = len(offsets)
+
+    for index, info in enumerate(table):
+        where = f"function table entry {index}"
+        if not isinstance(info, VMFuncInfo):
+            raise BytecodeError(f"{where} is a {type(info).__name__}, not a VMFuncInfo")
+        if info.kind not in (0, 1, 2):
+            raise BytecodeError(f"{where} ({info.name!r}) has unknown kind {info.kind!r}")
+        info.kind = VMFuncKind(info.kind)
+        if not isinstance(info.name, str) or not info.name:
+            raise BytecodeError(f"{where} has an empty or non-string name {info.name!r}")
+        if info.name in ex.func_map:
+            raise BytecodeError(f"function {info.name!r} appears twice in the function table")
+        ex.func_map[info.name] = index
+        _check_func_info(info, num_instr)
+
+    for index, value in enumerate(ex.constants):
+        if isinstance(value, bool) or not isinstance(value, CONSTANT_TYPES):
+            raise BytecodeError(
+                f"constant c[{index}] has unsupported type {type(value).__name__}; the pool "
+                "holds tensors, shapes, strings, ints, floats and data types"
+            )
+    for index in ex.memory_scopes:
+        if not 0 <= index < num_consts:
+            raise BytecodeError(f"memory scope given for constant c[{index}], which is absent")
+
+    if num_instr and offsets[0] != 0:
+        raise BytecodeError(f"instruction 0 starts at word {offsets[0]}, not 0")
+    for i in range(1, num_instr):
+        if offsets[i] <= offsets[i - 1]:
+            raise BytecodeError(f"instruction offsets are not increasing at instruction {i}")
+    if num_instr and offsets[-1] >= len(data):
+        raise BytecodeError(f"instruction {num_instr - 1} starts past the end of the code")
+    if not num_instr and data:
+        raise BytecodeError("code words present but no instruction offsets")
+
+    owner: list[VMFuncInfo | None] = [None] * num_instr
+    for info in table:
+        if info.kind is VMFuncKind.VM_FUNC:
+            for pc in range(info.start_instr, info.end_instr):
+                if owner[pc] is not None:
+                    raise BytecodeError(
+                        f"functions {owner[pc].name!r} and {info.name!r} share instruction {pc}"  # type: ignore[union-attr]
+                    )
+                owner[pc] = info
+
+    decoded: list[Instruction] = []
+    for pc in range(num_instr):
+        begin = offsets[pc]
+        end = offsets[pc + 1] if pc + 1 < num_instr else len(data)
+        info = owner[pc]
+        if info is None:
+            raise BytecodeError(f"instruction {pc} belongs to no VM function")
+        decoded.append(
+            _decode_one(data[begin:end], pc, info, num_funcs, num_consts, ex.func_table)
+        )
+    for info in table:
+        if info.kind is VMFuncKind.VM_FUNC:
+            last = decoded[info.end_instr - 1]
+            if last.opcode not in (Opcode.RET, Opcode.GOTO):
+                raise BytecodeError(
+                    f"VM function {info.name!r} can run past its end: its last instruction "
+                    f"({info.end_instr - 1}) is {last.opcode.name}, not Ret or Goto"
+                )
+    return decoded
+
+
+def _check_func_info(info: VMFuncInfo, num_instr: int) -> None:
+    name = info.name
+    if not isinstance(info.param_names, list) or not all(
+        isinstance(p, str) for p in info.param_names
+    ):
+        raise BytecodeError(f"function {name!r}: param_names must be a list of str")
+    if info.kind is VMFuncKind.PACKED_FUNC:
+        return
+    if not isinstance(info.num_args, int) or info.num_args < 0:
+        raise BytecodeError(f"function {name!r} is declared but never defined")
+    if len(info.param_names) != info.num_args:
+        raise BytecodeError(
+            f"function {name!r} has {info.num_args} parameters but "
+            f"{len(info.param_names)} parameter names"
+        )
+    if info.kind is VMFuncKind.VM_TIR_FUNC:
+        if info.register_file_size < info.num_args + 1:
+            raise BytecodeError(
+                f"compiled function {name!r} needs register_file_size >= num_args + 1 "
+                f"({info.num_args + 1}), has {info.register_file_size}"
+            )
+        return
+    if not 0 <= info.start_instr < info.end_instr <= num_instr:
+        raise BytecodeError(
+            f"VM function {name!r} has instruction range [{info.start_instr}, "
+            f"{info.end_instr}) outside the {num_instr} instructions (or empty: a function "
+            "must end with Ret)"
+        )
+    if not info.num_args <= info.register_file_size < BEGIN_SPECIAL_REG:
+        raise BytecodeError(
+            f"VM function {name!r} has register_file_size {info.register_file_size} "
+            f"(must be >= its {info.num_args} parameters)"
+        )
+
+
+def _decode_one(
+    words: Sequence[int],
+    pc: int,
+    info: VMFuncInfo,
+    num_funcs: int,
+    num_consts: int,
+    table: list[VMFuncInfo],
+) -> Instruction:
+    where = f"VM function {info.name!r}, instruction {pc}"
+    size = info.register_file_size
+
+    def register(reg: int, what: str, *, allow_vm: bool, allow_void: bool) -> int:
+        if 0 <= reg < size or (allow_void and reg == VOID_REGISTER):
+            return reg
+        if allow_vm and reg == VM_REGISTER:
+            return reg
+        raise BytecodeError(
+            f"{where}: {what} register {reg} is out of range (register file size {size})"
+        )
+
+    def jump(offset: int, minimum: int) -> int:
+        target = pc + offset
+        if abs(offset) < minimum or not info.start_instr <= target < info.end_instr:
+            raise BytecodeError(
+                f"{where}: jump offset {offset} is invalid (target {target} must be inside "
+                f"[{info.start_instr}, {info.end_instr}) and |offset| >= {minimum})"
+            )
+        return offset
+
+    if not words:
+        raise BytecodeError(f"{where}: empty instruction")
+    op = words[0]
+    expected = {Opcode.RET: 2, Opcode.GOTO: 2, Opcode.IF: 3}
+    if op == Opcode.CALL:
+        if len(words) < 4:
+            raise BytecodeError(f"{where}: Call needs at least 4 words, has {len(words)}")
+        _, dst, func_idx, num_args = words[:4]
+        if num_args != len(words) - 4:
+            raise BytecodeError(
+                f"{where}: Call says {num_args} arguments but carries {len(words) - 4}"
+            )
+        if not 0 <= func_idx < num_funcs:
+            raise BytecodeError(
+                f"{where}: function index {func_idx} is out of range ({num_funcs} functions)"
+            )
+        register(dst, "destination", allow_vm=False, allow_void=True)
+        args = []
+        for word in words[4:]:
+            kind, value = decode_arg(word)
+            if kind not in _KINDS:
+                raise BytecodeError(f"{where}: argument word {word:#x} has unknown kind {kind}")
+            if kind == ArgKind.REGISTER:
+                register(value, "argument", allow_vm=True, allow_void=True)
+            elif kind == ArgKind.CONST_IDX and not 0 <= value < num_consts:
+                raise BytecodeError(
+                    f"{where}: constant index c[{value}] is out of range "
+                    f"({num_consts} constants)"
+                )
+            elif kind == ArgKind.FUNC_IDX and not 0 <= value < num_funcs:
+                raise BytecodeError(
+                    f"{where}: function index f[{value}] is out of range ({num_funcs} functions)"
+                )
+            args.append((kind, value))
+        return Instruction(Opcode.CALL, dst, func_idx, tuple(args))
+    if op not in expected:
+        raise BytecodeError(f"{where}: unknown opcode {op}")
+    opcode = Opcode(op)
+    if len(words) != expected[opcode]:
+        raise BytecodeError(
+            f"{where}: {opcode.name} takes {expected[opcode]} words, has {len(words)}"
+        )
+    if opcode is Opcode.RET:
+        return Instruction(opcode, register(words[1], "result", allow_vm=False, allow_void=True))
+    if opcode is Opcode.GOTO:
+        return Instruction(opcode, offset=jump(words[1], 1))
+    cond = register(words[1], "condition", allow_vm=False, allow_void=False)
+    return Instruction(opcode, cond, offset=jump(words[2], 2))

@@ -1,0 +1,42 @@
+"""Runtime objects: devices, data types, shapes, tensors, storage, allocators and modules."""
+
+from __future__ import annotations
+
+from .device import Device, DeviceAPI, cpu, cuda, device, get_device_api
+from .dtype import DataType, DataTypeCode
+from .memory import (
+    Allocator,
+    AllocatorStats,
+    AllocatorType,
+    NaiveAllocator,
+    PooledAllocator,
+    Storage,
+    clear_pools,
+    get_allocator,
+)
+from .module import Module
+from .shape import Shape
+from .tensor import Tensor, empty, tensor
+
+__all__ = [
+    "Allocator",
+    "AllocatorStats",
+    "AllocatorType",
+    "DataType",
+    "DataTypeCode",
+    "Device",
+    "DeviceAPI",
+    "Module",
+    "NaiveAllocator",
+    "PooledAllocator",
+    "Shape",
+    "Storage",
+    "Tensor",
+    "clear_pools",
+    "cpu",
+    "cuda",
+    "device",
+    "empty",
+    "get_allocator",
+    "tensor",
+]

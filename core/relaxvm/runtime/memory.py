@@ -1,0 +1,276 @@
+"""Storage and allocators: naive (every request goes to the device) and pooled (freed buffers
+are kept per size class and handed out again), with statistics, plus the process-wide
+manager that owns one allocator per ``(device, allocator type)``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+from ..errors import VMError, VMValueError
+from .device import Device, DeviceAPI
+from .dtype import DataType
+from .shape import Shape
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+__all__ = [
+    "Allocator",
+    "AllocatorStats",
+    "AllocatorType",
+    "NaiveAllocator",
+    "PooledAllocator",
+    "Storage",
+    "clear_pools",
+    "get_allocator",
+]
+
+#: Byte alignment of every allocation (enough for AVX-512 loads and CUDA's 256-byte rule is
+#: the device API's business).
+DEFAULT_ALIGNMENT = 64
+#: Pooled allocations are rounded up to a multiple of this (TVM's page size).
+PAGE_SIZE = 4096
+
+
+class AllocatorType(IntEnum):
+    """TVM's ``AllocatorType`` codes (``VirtualMachine.NAIVE_ALLOCATOR`` / ``POOLED_ALLOCATOR``)."""
+
+    NAIVE = 1
+    POOLED = 2
+
+
+@dataclass
+class AllocatorStats:
+    """Counters kept by every allocator (bytes are as requested from the device)."""
+
+    allocations: int = 0
+    releases: int = 0
+    pool_hits: int = 0
+    device_allocations: int = 0
+    bytes_in_use: int = 0
+    peak_bytes_in_use: int = 0
+    bytes_pooled: int = 0
+    by_size: dict[int, int] = field(default_factory=dict)
+
+
+class Storage:
+    """A block of device memory that tensors are carved from.
+
+    Parameters are internal: get a storage from :meth:`Allocator.alloc`.
+    """
+
+    __slots__ = ("__weakref__", "_allocator", "api", "buffer", "data_ptr", "device", "nbytes")
+
+    def __init__(
+        self,
+        buffer: Any,
+        nbytes: int,
+        device: Device,
+        api: DeviceAPI,
+        allocator: Allocator | None,
+    ) -> None:
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.device = device
+        self.api = api
+        self.data_ptr = api.data_ptr(buffer)
+        self._allocator = allocator
+
+    def alloc_tensor(self, offset: int, shape: Shape, dtype: DataType) -> Tensor:
+        """A tensor view of ``shape``/``dtype`` starting ``offset`` bytes into this storage.
+
+        Raises
+        ------
+        VMValueError
+            The view does not fit ("storage allocation failure ...").
+        """
+        from .tensor import Tensor, _nbytes
+
+        size = _nbytes(shape, dtype)
+        if offset < 0 or offset + size > self.nbytes:
+            raise VMValueError(
+                f"storage allocation failure, attempted to allocate {size} at offset {offset} "
+                f"in region that is {self.nbytes} bytes"
+            )
+        return Tensor(self, offset, shape, dtype)
+
+    def __del__(self) -> None:
+        allocator = self._allocator
+        if allocator is not None:
+            self._allocator = None
+            try:
+                allocator._release(self.buffer, self.nbytes)
+            except Exception:  # noqa: S110 - interpreter shutdown: nothing left to free into
+                pass
+
+    def __repr__(self) -> str:
+        return f"Storage({self.nbytes} bytes on {self.device!r})"
+
+
+class Allocator:
+    """Base allocator for one device; see :class:`NaiveAllocator` and :class:`PooledAllocator`."""
+
+    type: AllocatorType
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.api = device.api
+        self.stats = AllocatorStats()
+        self._lock = threading.Lock()
+
+    def alloc(
+        self,
+        nbytes: int,
+        alignment: int = DEFAULT_ALIGNMENT,
+        dtype_hint: DataType | str | None = None,
+        scope: str = "global",
+    ) -> Storage:
+        """Allocate ``nbytes`` of storage.
+
+        Raises
+        ------
+        VMValueError
+            ``nbytes`` is negative or the memory scope is not ``"global"``.
+        VMError
+            The device is out of memory.
+        """
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise VMValueError(f"alloc_storage: size must be a non-negative int, got {nbytes!r}")
+        if scope != "global":
+            raise VMValueError(
+                f"alloc_storage: memory scope {scope!r} is not supported on {self.device!r} "
+                "(only 'global')"
+            )
+        size = self._round(nbytes)
+        buffer = self._take(size, alignment)
+        with self._lock:
+            stats = self.stats
+            stats.allocations += 1
+            stats.bytes_in_use += size
+            stats.peak_bytes_in_use = max(stats.peak_bytes_in_use, stats.bytes_in_use)
+            stats.by_size[size] = stats.by_size.get(size, 0) + 1
+        return Storage(buffer, size, self.device, self.api, self)
+
+    def empty(self, shape: Shape | tuple[int, ...], dtype: DataType | str) -> Tensor:
+        """A new uninitialised tensor in fresh storage."""
+        from .tensor import _nbytes
+
+        shape = Shape(shape)
+        dtype = DataType(dtype)
+        return self.alloc(_nbytes(shape, dtype)).alloc_tensor(0, shape, dtype)
+
+    def clear(self) -> None:
+        """Give cached memory back to the device (no-op for the naive allocator)."""
+
+    def _round(self, nbytes: int) -> int:
+        return max(nbytes, 1)
+
+    def _device_alloc(self, size: int, alignment: int) -> Any:
+        try:
+            buffer = self.api.alloc(self.device.device_id, size, alignment)
+        except MemoryError:
+            raise VMError(
+                f"out of memory: cannot allocate {size} bytes on {self.device!r}"
+            ) from None
+        self.stats.device_allocations += 1
+        return buffer
+
+    def _take(self, size: int, alignment: int) -> Any:
+        return self._device_alloc(size, alignment)
+
+    def _release(self, buffer: Any, size: int) -> None:
+        with self._lock:
+            self.stats.releases += 1
+            self.stats.bytes_in_use -= size
+        self.api.free(buffer)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.device!r})"
+
+
+class NaiveAllocator(Allocator):
+    """Every allocation goes to the device; every release frees at once."""
+
+    type = AllocatorType.NAIVE
+
+
+class PooledAllocator(Allocator):
+    """Keeps released buffers, per page-rounded size, for the next allocation of that size.
+
+    Memory stays with the pool until :meth:`clear` (or ``vm.builtin.memory_manager.clear``).
+    """
+
+    type = AllocatorType.POOLED
+
+    def __init__(self, device: Device) -> None:
+        super().__init__(device)
+        self._free: dict[int, list[Any]] = {}
+
+    def _round(self, nbytes: int) -> int:
+        return max((nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE, PAGE_SIZE)
+
+    def _take(self, size: int, alignment: int) -> Any:
+        with self._lock:
+            bucket = self._free.get(size)
+            if bucket:
+                self.stats.pool_hits += 1
+                self.stats.bytes_pooled -= size
+                return bucket.pop()
+        return self._device_alloc(size, alignment)
+
+    def _release(self, buffer: Any, size: int) -> None:
+        with self._lock:
+            self.stats.releases += 1
+            self.stats.bytes_in_use -= size
+            self.stats.bytes_pooled += size
+            self._free.setdefault(size, []).append(buffer)
+
+    def clear(self) -> None:
+        """Free every cached buffer back to the device."""
+        with self._lock:
+            pooled = self._free
+            self._free = {}
+            self.stats.bytes_pooled = 0
+        for buffers in pooled.values():
+            for buffer in buffers:
+                self.api.free(buffer)
+
+
+_allocators: dict[tuple[Device, AllocatorType], Allocator] = {}
+_allocators_lock = threading.Lock()
+
+
+def get_allocator(device: Device, kind: AllocatorType | int = AllocatorType.POOLED) -> Allocator:
+    """The process-wide allocator of ``kind`` for ``device`` (created on first use).
+
+    Raises
+    ------
+    VMValueError
+        ``kind`` is not an :class:`AllocatorType`.
+    DeviceError
+        No device API is installed for ``device``.
+    """
+    try:
+        kind = AllocatorType(kind)
+    except ValueError:
+        raise VMValueError(
+            f"unknown allocator type {kind!r}; expected 1 (naive) or 2 (pooled)"
+        ) from None
+    key = (device, kind)
+    allocator = _allocators.get(key)
+    if allocator is None:
+        with _allocators_lock:
+            allocator = _allocators.get(key)
+            if allocator is None:
+                cls = NaiveAllocator if kind is AllocatorType.NAIVE else PooledAllocator
+                allocator = _allocators[key] = cls(device)
+    return allocator
+
+
+def clear_pools() -> None:
+    """Release the memory cached by every pooled allocator."""
+    for allocator in list(_allocators.values()):
+        allocator.clear()

@@ -1,0 +1,17 @@
+"""Entry point of the builtins plugin (``[project.entry-points.relaxvm] builtins``)."""
+
+from __future__ import annotations
+
+from relaxvm import hookimpl
+from relaxvm.plugins import FunctionRegistrar
+
+# Importing the modules fills the table through their @builtin decorators.
+from . import cpu_device  # noqa: F401
+from ._table import BUILTINS
+
+
+@hookimpl
+def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
+    """Register every ``vm.builtin.*`` function and the CPU device API."""
+    for name, func in BUILTINS:
+        registry.register(name, func)
