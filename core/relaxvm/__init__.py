@@ -26,12 +26,14 @@ from .runtime import (
     empty,
     tensor,
 )
+from .vm import BenchmarkResult, VirtualMachine, VMInstrumentReturnKind
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Arg",
     "ArgKind",
+    "BenchmarkResult",
     "DataType",
     "Device",
     "ExecBuilder",
@@ -45,6 +47,8 @@ __all__ = [
     "VMClosure",
     "VMFuncInfo",
     "VMFuncKind",
+    "VMInstrumentReturnKind",
+    "VirtualMachine",
     "__version__",
     "cpu",
     "cuda",

@@ -1,0 +1,712 @@
+"""The virtual machine: loads an executable onto devices and runs its bytecode.
+
+How a function runs
+-------------------
+At construction every VM function is turned into a *frame template*: a list laid out as
+
+``[registers 0..N-1 | %void | discard | %vm | constants, immediates and callees this function uses]``
+
+so that every instruction operand, whatever its kind, becomes one list index. Each ``Call``
+becomes a small closure over its callee and operand indices. A call copies the template
+(one C-level list copy), writes the arguments into registers ``0..num_args-1`` and runs the
+dispatch loop over the four opcodes. Nothing in the file is executed as code: the closures are
+built by fixed factory functions from validated operand indices.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from enum import IntEnum
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from . import registry
+from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
+from .closure import VMClosure
+from .errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
+from .executable import Executable, VMFuncInfo, VMFuncKind
+from .runtime import Allocator, DataType, Device, Shape, Tensor, cpu, tensor
+from .runtime.memory import AllocatorType, get_allocator
+
+__all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
+
+_CPU_DEVICE_TYPE = 1
+# Notes added to an exception as it unwinds through VM frames; deeper frames are elided.
+_MAX_TRACE_NOTES = 8
+
+
+class VMInstrumentReturnKind(IntEnum):
+    """What an instrument callback asks for before a call."""
+
+    NO_OP = 0
+    SKIP_RUN = 1
+
+
+class _Function:
+    """A VM function prepared for running."""
+
+    __slots__ = (
+        "closure",
+        "code",
+        "info",
+        "invoke",
+        "name",
+        "num_args",
+        "operands",
+        "param_names",
+        "template",
+    )
+
+    def __init__(self, info: VMFuncInfo) -> None:
+        self.info = info
+        self.name = info.name
+        self.num_args = info.num_args
+        self.param_names = list(info.param_names)
+        self.template: list[Any] = []
+        # Per instruction: (opcode, a, b) for the dispatch loop.
+        self.code: list[tuple[int, Any, Any]] = []
+        # Per Call instruction (by pc): (callee, symbol, operand slots), for instrumented runs.
+        self.operands: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
+        self.invoke: Callable[..., Any] = _unset
+        self.closure: VMClosure | None = None
+
+
+def _unset(*args: Any) -> Any:  # pragma: no cover - replaced during construction
+    raise VMError("VM function used before the VM finished loading")
+
+
+class VirtualMachine:
+    """Runs an :class:`~relaxvm.Executable` (TVM's ``relax.VirtualMachine``).
+
+    Parameters
+    ----------
+    rt_mod : Executable
+        The program, from :meth:`ExecBuilder.get`, ``relaxvm.compile`` or ``load_module``.
+    device : Device or list of Device
+        Where tensors live; ``device[0]`` receives inputs and constants. A CPU device is
+        appended when the last one is not a CPU (the host runs shape computations).
+    memory_cfg : None, "naive", "pooled" or dict of Device to allocator type
+        Allocator per device (default pooled).
+
+    Raises
+    ------
+    VMTypeError
+        ``rt_mod`` is not an executable, or ``device``/``memory_cfg`` have the wrong type.
+    FunctionNotFoundError
+        A callee is neither a function of the executable, in its imports, nor registered.
+    DeviceError
+        A device has no installed device API.
+
+    Notes
+    -----
+    An exception inside a call unwinds every VM frame (each adds a note naming its function
+    and instruction) and leaves the VM usable. Each VM call takes a few Python frames, so
+    runaway recursion stops after about ``sys.getrecursionlimit() / 3`` VM frames with a
+    :class:`VMError`.
+    """
+
+    NAIVE_ALLOCATOR = int(AllocatorType.NAIVE)
+    POOLED_ALLOCATOR = int(AllocatorType.POOLED)
+
+    def __init__(
+        self,
+        rt_mod: Executable,
+        device: Device | Sequence[Device],
+        memory_cfg: str | dict[Device, int | str] | None = None,
+    ) -> None:
+        if not isinstance(rt_mod, Executable):
+            raise VMTypeError(
+                "VirtualMachine: expected an Executable (from ExecBuilder.get, relaxvm.compile "
+                f"or relaxvm.load_module), got {type(rt_mod).__name__}"
+            )
+        self.executable = rt_mod
+        self.devices: list[Device] = _setup_devices(device)
+        self.allocators: list[Allocator] = _setup_allocators(self.devices, memory_cfg)
+        self._constants = [self._place_constant(c) for c in rt_mod.constants]
+        self._functions: dict[str, _Function] = {}
+        # _pool: what a function index means as a value (VMClosure for Relax functions);
+        # _direct: what a Call instruction invokes (the closure's invoker, without the ctx).
+        self._pool: list[Any] = []
+        self._direct: list[Callable[..., Any]] = []
+        self._build_function_pool()
+        self._instrument: Callable[..., Any] | None = None
+        self._compile_all(None)
+        self._saved: dict[str, Callable[[], Any]] = {}
+        self._inputs: dict[str, list[Any]] = {}
+        self._outputs: dict[str, Any] = {}
+        self._entries: dict[str, Callable[..., Any]] = {}
+
+    # -- construction -------------------------------------------------------------------
+    def _place_constant(self, value: Any) -> Any:
+        if isinstance(value, Tensor) and value.device != self.devices[0]:
+            return tensor(value.numpy(), self.devices[0])
+        return value
+
+    def _build_function_pool(self) -> None:
+        ex = self.executable
+        pool, direct = self._pool, self._direct
+        missing: list[str] = []
+        for info in ex.func_table:
+            if info.kind is VMFuncKind.PACKED_FUNC:
+                func = _find_import(ex, info.name) or registry.get_global_func(
+                    info.name, allow_missing=True
+                )
+                if func is None:
+                    missing.append(info.name)
+                pool.append(func)
+                direct.append(func)  # type: ignore[arg-type]
+                continue
+            fn = _Function(info)
+            self._functions[info.name] = fn
+            if info.kind is VMFuncKind.VM_FUNC:
+                fn.invoke = self._make_invoker(fn)
+            else:
+                fn.invoke = self._make_tir_invoker(fn, missing)
+            invoke = fn.invoke
+
+            def impl(ctx: Any, *args: Any, _invoke: Callable[..., Any] = invoke) -> Any:
+                return _invoke(*args)
+
+            fn.closure = VMClosure(info.name, impl)
+            pool.append(fn.closure)
+            direct.append(invoke)
+        if missing:
+            raise FunctionNotFoundError(_missing_message(missing))
+
+    def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
+        for fn in self._functions.values():
+            if fn.info.kind is VMFuncKind.VM_FUNC:
+                _compile(fn, self, instrument)
+
+    def _make_invoker(self, fn: _Function) -> Callable[..., Any]:
+        run = self._run
+
+        def invoke(*args: Any) -> Any:
+            return run(fn, args)
+
+        return invoke
+
+    def _make_tir_invoker(self, fn: _Function, missing: list[str]) -> Callable[..., Any]:
+        # Compiled mode: the executable's imports provide "__vmtir__<name>", called as
+        # impl(vm, registers, constants, function_pool); the result lands in register num_args.
+        symbol = "__vmtir__" + fn.name
+        impl = _find_import(self.executable, symbol)
+        if impl is None:
+            missing.append(symbol)
+            return _unset
+        size = fn.info.register_file_size
+        num_args = fn.num_args
+
+        def invoke(*args: Any) -> Any:
+            if len(args) != num_args:
+                raise VMError(_arity_message(fn, len(args)))
+            regs = [*args, *([None] * (size - num_args))]
+            impl(self, regs, self._constants, self._pool)
+            return regs[num_args]
+
+        return invoke
+
+    # -- the dispatch loop --------------------------------------------------------------
+    def _run(self, fn: _Function, args: tuple[Any, ...]) -> Any:
+        if len(args) != fn.num_args:
+            raise VMError(_arity_message(fn, len(args)))
+        regs = fn.template.copy()
+        regs[: fn.num_args] = args
+        code = fn.code
+        pc = 0
+        try:
+            while True:
+                op, a, b = code[pc]
+                if op == 1:  # Call: a = destination slot, b = bound call
+                    regs[a] = b(regs)
+                    pc += 1
+                elif op == 2:  # Ret
+                    return regs[a]
+                elif op == 3:  # Goto
+                    pc += a
+                else:  # If
+                    cond = regs[a]
+                    if type(cond) is not bool:
+                        cond = _condition(cond, fn, pc)
+                    pc += 1 if cond else b
+        except RecursionError:
+            raise VMError(
+                f"maximum call depth exceeded while running VM function {fn.name!r} "
+                "(runaway recursion?)"
+            ) from None
+        except BaseException as err:
+            _add_trace_note(err, fn, pc, self.executable)
+            raise
+
+    # -- Python API ---------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        """The callable for a Relax function or a saved function (saved ones first)."""
+        entry = self._entries.get(name)
+        if entry is not None:
+            return entry
+        saved = self._saved.get(name)
+        if saved is not None:
+            return saved
+        fn = self._functions.get(name)
+        if fn is None:
+            raise FunctionNotFoundError(
+                f"VirtualMachine has no function {name!r}; its functions are "
+                f"{', '.join(self._functions) or 'none'}"
+                + (f" and saved functions {', '.join(self._saved)}" if self._saved else "")
+            )
+        entry = self._make_entry(fn)
+        self._entries[name] = entry
+        return entry
+
+    def _make_entry(self, fn: _Function) -> Callable[..., Any]:
+        invoke = fn.invoke
+        device = self.devices[0]
+
+        def entry(*args: Any) -> Any:
+            # numpy arrays are accepted for convenience (copied to the first device).
+            for value in args:
+                if type(value) is np.ndarray:
+                    args = tuple(
+                        tensor(v, device) if type(v) is np.ndarray else v for v in args
+                    )
+                    break
+            return invoke(*args)
+
+        entry.__name__ = fn.name
+        entry.__doc__ = f"Run VM function {fn.name!r}({', '.join(fn.param_names)})."
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._functions or name in self._saved
+
+    def invoke_closure(self, closure: VMClosure | Callable[..., Any], *args: Any) -> Any:
+        """Call a closure returned by a VM function (or any callable) with ``args``.
+
+        Raises
+        ------
+        VMTypeError
+            ``closure`` is neither a VMClosure nor callable.
+        """
+        if type(closure) is VMClosure:
+            return closure.impl(self, *args)
+        if callable(closure):
+            return closure(*args)
+        raise VMTypeError(
+            f"invoke_closure: expected a VMClosure or a function, got {type(closure).__name__}"
+        )
+
+    def get_function_arity(self, func_name: str) -> int:
+        """Number of parameters of ``func_name``."""
+        return self._function(func_name).num_args
+
+    def get_function_param_name(self, func_name: str, index: int) -> str:
+        """Name of parameter ``index`` of ``func_name``."""
+        fn = self._function(func_name)
+        if not 0 <= index < fn.num_args:
+            raise VMValueError(f"Invalid index for {func_name} ({index} out of {fn.num_args})")
+        return fn.param_names[index]
+
+    def _function(self, func_name: str) -> _Function:
+        fn = self._functions.get(func_name)
+        if fn is None:
+            raise VMValueError(f"Unknown function: {func_name}")
+        return fn
+
+    def _convert_inputs(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        fn = self._function(func_name)
+        names = fn.param_names
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise VMValueError(
+                f"{func_name} has no parameter named {', '.join(map(repr, unknown))}; its "
+                f"parameters are ({', '.join(names)})"
+            )
+        if len(args) + len(kwargs) != fn.num_args:
+            raise VMValueError(
+                f"The number of provided parameters doesn't match the number of arguments for "
+                f"{func_name}: it takes {fn.num_args} ({', '.join(names)}), "
+                f"got {len(args) + len(kwargs)}"
+            )
+        positional = iter(args)
+        values = []
+        for name in names:
+            if name in kwargs:
+                values.append(kwargs[name])
+            else:
+                values.append(next(positional))
+        device = self.devices[0]
+        return [_convert(v, device, f"{func_name}({name})") for v, name in zip(values, names)]
+
+    def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """Store the inputs of ``func_name`` for :meth:`invoke_stateful`.
+
+        Arguments are converted to the first device: numpy arrays and Python numbers become
+        tensors (ints and bools 0-d int32, other numbers 0-d float32), lists and tuples become
+        tuples; keyword arguments are matched to parameter names.
+
+        Raises
+        ------
+        VMValueError
+            Unknown function, unknown keyword, or the wrong number of arguments.
+        VMTypeError
+            An argument cannot be converted.
+        """
+        self._inputs[func_name] = self._convert_inputs(func_name, args, kwargs)
+
+    def invoke_stateful(self, func_name: str) -> None:
+        """Run ``func_name`` on the inputs from :meth:`set_input` and keep the result."""
+        self._function(func_name)
+        inputs = self._inputs.get(func_name)
+        if inputs is None:
+            raise VMValueError(
+                f"No inputs set for stateful call of {func_name}; use `set_input` first."
+            )
+        self._outputs[func_name] = self._functions[func_name].invoke(*inputs)
+
+    def get_outputs(self, func_name: str) -> Any:
+        """The result of the last :meth:`invoke_stateful` of ``func_name`` (tuples nested)."""
+        if func_name not in self._outputs:
+            raise VMValueError(
+                f'No output saved for call of "{func_name}"; use `invoke_stateful` to call it first.'
+            )
+        return self._outputs[func_name]
+
+    def save_function(
+        self,
+        func_name: str,
+        saved_name: str,
+        *args: Any,
+        include_return: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """Bind converted ``args`` to ``func_name`` and store the result as ``vm[saved_name]``,
+        a function of no arguments (for timing without per-call conversion)."""
+        inputs = self._convert_inputs(func_name, args, kwargs)
+        invoke = self._functions[func_name].invoke
+
+        def saved() -> Any:
+            result = invoke(*inputs)
+            return result if include_return else None
+
+        saved.__name__ = saved_name
+        self._saved[saved_name] = saved
+        self._entries.pop(saved_name, None)
+
+    def set_instrument(self, instrument: Callable[..., Any] | None) -> None:
+        """Call ``instrument(func, func_symbol, before_run, ret_value, *args)`` around every
+        Call instruction; returning :attr:`VMInstrumentReturnKind.SKIP_RUN` before a call skips
+        it (its destination gets ``None``). ``None`` removes the instrument."""
+        if instrument is not None and not callable(instrument):
+            raise VMTypeError(
+                f"set_instrument: expected a callable or None, got {type(instrument).__name__}"
+            )
+        self._instrument = instrument
+        self._compile_all(instrument)
+
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Device | None = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: int = 0,
+        cooldown_interval_ms: int = 0,
+        repeats_to_cooldown: int = 1,
+        f_preproc: str = "",
+    ) -> Callable[..., BenchmarkResult]:
+        """A function that times ``func_name`` and returns a :class:`BenchmarkResult`.
+
+        ``func_name`` may be a Relax function, a saved function, or ``"invoke_stateful"`` (then
+        the timed call's argument is the function name). One warm-up call precedes
+        ``repeat`` measurements of ``number`` calls each; with ``min_repeat_ms`` the number
+        of calls grows until one measurement lasts that long.
+        """
+        if func_name == "invoke_stateful":
+            target: Callable[..., Any] = self.invoke_stateful
+        else:
+            target = self[func_name]
+        if number < 1 or repeat < 1:
+            raise VMValueError("time_evaluator: number and repeat must be >= 1")
+        sync = getattr(dev.api, "synchronize", None) if dev is not None else None
+
+        def evaluator(*args: Any) -> BenchmarkResult:
+            target(*args)
+            results = []
+            calls = number
+            for index in range(repeat):
+                if cooldown_interval_ms and index and index % repeats_to_cooldown == 0:
+                    time.sleep(cooldown_interval_ms / 1000)
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(calls):
+                        target(*args)
+                    if sync is not None:
+                        sync(dev.device_id)  # type: ignore[union-attr]
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1000 >= min_repeat_ms or calls >= 1 << 30:
+                        break
+                    calls = max(calls * 2, int(calls * min_repeat_ms / max(elapsed * 1000, 1e-3)))
+                results.append(elapsed / calls)
+            return BenchmarkResult(results)
+
+        return evaluator
+
+    def __repr__(self) -> str:
+        return f"<VirtualMachine on {self.devices}: {', '.join(self._functions)}>"
+
+
+class BenchmarkResult:
+    """Timing of repeated runs: ``results`` holds seconds per call for each repeat."""
+
+    def __init__(self, results: Sequence[float]) -> None:
+        self.results = tuple(results)
+        self.mean = statistics.fmean(self.results)
+        self.median = statistics.median(self.results)
+        self.std = statistics.pstdev(self.results) if len(self.results) > 1 else 0.0
+        self.min = min(self.results)
+        self.max = max(self.results)
+
+    def __repr__(self) -> str:
+        return (
+            f"BenchmarkResult(min={self.min * 1e6:.3f}us, mean={self.mean * 1e6:.3f}us, "
+            f"median={self.median * 1e6:.3f}us, max={self.max * 1e6:.3f}us, "
+            f"std={self.std * 1e6:.3f}us, repeats={len(self.results)})"
+        )
+
+
+# -- construction helpers -------------------------------------------------------------------
+def _setup_devices(device: Device | Sequence[Device]) -> list[Device]:
+    if isinstance(device, Device):
+        devices = [device]
+    elif isinstance(device, list | tuple) and device and all(isinstance(d, Device) for d in device):
+        devices = list(device)
+    else:
+        raise VMTypeError(
+            f"VirtualMachine: device must be a Device or a non-empty list of Devices, got {device!r}"
+        )
+    for dev in devices:
+        dev.api  # noqa: B018 - raises DeviceError when no API is installed for it
+    if devices[-1].device_type != _CPU_DEVICE_TYPE:
+        devices.append(cpu())
+    return devices
+
+
+def _allocator_type(value: Any, where: str) -> AllocatorType:
+    if isinstance(value, str):
+        names = {"naive": AllocatorType.NAIVE, "pooled": AllocatorType.POOLED}
+        if value not in names:
+            raise VMValueError(f"{where}: unknown allocator {value!r}; use 'naive' or 'pooled'")
+        return names[value]
+    if isinstance(value, int) and value in (1, 2):
+        return AllocatorType(value)
+    raise VMTypeError(f"{where}: expected 'naive', 'pooled', 1 or 2, got {value!r}")
+
+
+def _setup_allocators(
+    devices: list[Device], memory_cfg: str | dict[Device, int | str] | None
+) -> list[Allocator]:
+    default = AllocatorType.POOLED
+    per_device: dict[Device, AllocatorType] = {}
+    if isinstance(memory_cfg, str):
+        default = _allocator_type(memory_cfg, "VirtualMachine(memory_cfg=...)")
+    elif isinstance(memory_cfg, dict):
+        for dev, kind in memory_cfg.items():
+            if not isinstance(dev, Device):
+                raise VMTypeError(f"memory_cfg keys must be Devices, got {dev!r}")
+            per_device[dev] = _allocator_type(kind, f"memory_cfg[{dev!r}]")
+    elif memory_cfg is not None:
+        raise VMTypeError(
+            f"memory_cfg must be None, a str or a dict, got {type(memory_cfg).__name__}"
+        )
+    return [get_allocator(dev, per_device.get(dev, default)) for dev in devices]
+
+
+def _find_import(ex: Executable, name: str) -> Callable[..., Any] | None:
+    for module in ex.imports:
+        func = module.get_function(name, query_imports=True)
+        if func is not None:
+            return func
+    return None
+
+
+def _missing_message(missing: list[str]) -> str:
+    import difflib
+
+    from . import plugins
+
+    known = registry._functions
+    parts = []
+    for name in missing:
+        text = (
+            f"Cannot find PackedFunc {name} in either the Relax VM kernel library (the "
+            "executable's imports), the global function registry, or the global Relax "
+            "functions of the VM executable"
+        )
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.75)
+        if close:
+            text += "; did you mean " + " or ".join(map(repr, close)) + "?"
+        parts.append(text)
+    loaded = [p.name for p in plugins.plugin_report() if p.status == "loaded"]
+    return "; ".join(parts) + f" (plugins loaded: {', '.join(loaded) or 'none'})"
+
+
+def _arity_message(fn: _Function, given: int) -> str:
+    return (
+        f"Invoking function {fn.name} expects {fn.num_args} arguments "
+        f"({', '.join(fn.param_names)}), but {given} arguments were provided."
+    )
+
+
+def _condition(value: Any, fn: _Function, pc: int) -> bool:
+    if isinstance(value, int | np.integer | np.bool_):
+        return bool(value)
+    raise VMTypeError(
+        f"If in VM function {fn.name!r} at instruction {fn.info.start_instr + pc}: the "
+        f"condition is a {type(value).__name__}, expected bool or int "
+        "(tensors go through vm.builtin.read_if_cond first)"
+    )
+
+
+def _add_trace_note(err: BaseException, fn: _Function, pc: int, ex: Executable) -> None:
+    add_note = getattr(err, "add_note", None)
+    if add_note is None:  # Python 3.10
+        return
+    notes = getattr(err, "__notes__", [])
+    vm_notes = [n for n in notes if n.startswith("  in VM function")]
+    if len(vm_notes) > _MAX_TRACE_NOTES:
+        return
+    if len(vm_notes) == _MAX_TRACE_NOTES:
+        add_note("  in VM function ... (outer frames elided)")
+        return
+    index = fn.info.start_instr + pc
+    what = ""
+    if 0 <= pc < len(fn.code):
+        ins = ex.instructions[index]
+        if ins.opcode is Opcode.CALL:
+            what = f": call {ex.func_table[ins.func_idx].name}"
+        else:
+            what = f": {ins.opcode.name.lower()}"
+    add_note(f"  in VM function {fn.name!r}, instruction {index}{what}")
+
+
+def _convert(value: Any, device: Device, where: str) -> Any:
+    """TVM's input conversion for set_input / save_function."""
+    if isinstance(value, Tensor):
+        return value if value.device == device else tensor(value.numpy(), device)
+    if isinstance(value, str | Shape | VMClosure | DataType):
+        return value
+    if isinstance(value, np.ndarray):
+        return tensor(value, device)
+    if isinstance(value, list | tuple):
+        return tuple(_convert(v, device, where) for v in value)
+    if isinstance(value, bool | int):
+        return tensor(np.array(value, dtype="int32"), device)
+    if isinstance(value, np.float16):
+        return tensor(np.array(value, dtype="float16"), device)
+    if isinstance(value, float | np.floating | np.integer):
+        return tensor(np.array(value, dtype="float32"), device)
+    raise VMTypeError(f"{where}: cannot convert a {type(value).__name__} into a VM value")
+
+
+# -- turning instructions into the dispatch form --------------------------------------------
+def _compile(fn: _Function, vm: VirtualMachine, instrument: Callable[..., Any] | None) -> None:
+    """Build ``fn.template`` and ``fn.code`` from the validated instructions."""
+    ex, pool, constants = vm.executable, vm._pool, vm._constants
+    info = fn.info
+    size = info.register_file_size
+    void_slot, discard_slot, vm_slot = size, size + 1, size + 2
+    template: list[Any] = [None] * size + [None, None, vm]
+    extra: dict[tuple[int, int], int] = {}
+
+    def slot(kind: int, value: int) -> int:
+        if kind == ArgKind.REGISTER:
+            if value == VOID_REGISTER:
+                return void_slot
+            if value == VM_REGISTER:
+                return vm_slot
+            return value
+        key = (kind, value)
+        index = extra.get(key)
+        if index is None:
+            if kind == ArgKind.IMMEDIATE:
+                item: Any = value
+            elif kind == ArgKind.CONST_IDX:
+                item = constants[value]
+            else:
+                item = pool[value]
+            index = extra[key] = len(template)
+            template.append(item)
+        return index
+
+    code: list[tuple[int, Any, Any]] = []
+    fn.operands = {}
+    for pc in range(info.start_instr, info.end_instr):
+        ins: Instruction = ex.instructions[pc]
+        if ins.opcode is Opcode.CALL:
+            callee_info = ex.func_table[ins.func_idx]
+            entry = pool[ins.func_idx]
+            callee = vm._direct[ins.func_idx]
+            slots = tuple(slot(k, v) for k, v in ins.args)
+            dst = discard_slot if ins.reg == VOID_REGISTER else ins.reg
+            local_pc = pc - info.start_instr
+            fn.operands[local_pc] = (entry, callee_info.name, slots)
+            if instrument is None:
+                bound = _bind_call(callee, slots)
+            else:
+                bound = _bind_instrumented(callee, entry, callee_info.name, slots, instrument)
+            code.append((1, dst, bound))
+        elif ins.opcode is Opcode.RET:
+            code.append((2, void_slot if ins.reg == VOID_REGISTER else ins.reg, None))
+        elif ins.opcode is Opcode.GOTO:
+            code.append((3, ins.offset, None))
+        else:
+            code.append((4, ins.reg, ins.offset))
+    fn.template = template
+    fn.code = code
+
+
+def _bind_call(f: Callable[..., Any], slots: tuple[int, ...]) -> Callable[[list[Any]], Any]:
+    """A closure calling ``f`` with the register-file entries at ``slots``."""
+    n = len(slots)
+    if n == 0:
+        return lambda regs: f()
+    if n == 1:
+        (a,) = slots
+        return lambda regs: f(regs[a])
+    if n == 2:
+        a, b = slots
+        return lambda regs: f(regs[a], regs[b])
+    if n == 3:
+        a, b, c = slots
+        return lambda regs: f(regs[a], regs[b], regs[c])
+    if n == 4:
+        a, b, c, d = slots
+        return lambda regs: f(regs[a], regs[b], regs[c], regs[d])
+    get = itemgetter(*slots)
+    return lambda regs: f(*get(regs))
+
+
+def _bind_instrumented(
+    f: Callable[..., Any],
+    func_value: Any,
+    symbol: str,
+    slots: tuple[int, ...],
+    instrument: Callable[..., Any],
+) -> Callable[[list[Any]], Any]:
+    skip = int(VMInstrumentReturnKind.SKIP_RUN)
+
+    def call(regs: list[Any]) -> Any:
+        args = [regs[i] for i in slots]
+        shown = [str(a) if isinstance(a, DataType) else a for a in args]
+        decision = instrument(func_value, symbol, True, None, *shown)
+        if decision is not None and decision == skip:
+            return None
+        result = f(*args)
+        instrument(func_value, symbol, False, result, *shown)
+        return result
+
+    return call
