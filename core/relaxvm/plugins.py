@@ -167,6 +167,9 @@ def ensure_loaded(entry_points: Sequence[EntryPointLike] | None = None) -> None:
 
 
 def _load(found: Sequence[EntryPointLike]) -> pluggy.PluginManager:
+    # A deterministic order: essential plugins first, then by name, whatever order the
+    # installed metadata lists them in.
+    found = sorted(found, key=lambda ep: (ep.name not in ESSENTIAL_PLUGINS, ep.name))
     selected = _env_names("RELAXVM_PLUGINS")
     disabled = _env_names("RELAXVM_DISABLE_PLUGINS") or set()
     names = {ep.name for ep in found}
@@ -239,9 +242,10 @@ def _register_with_manager(manager: pluggy.PluginManager, plugin: Any, name: str
 
 def _run_registration_hooks(manager: pluggy.PluginManager, only: Iterable[Any] = ()) -> None:
     # Each implementation is called on its own so that every registration is attributed to
-    # the plugin that made it; pluggy's combined call would hide who registered what.
+    # the plugin that made it; pluggy's combined call would hide who registered what. They run
+    # in load order (ours first), so a later plugin can override=True an earlier name.
     wanted = set(map(id, only))
-    for impl in reversed(manager.hook.relaxvm_register_builtins.get_hookimpls()):
+    for impl in manager.hook.relaxvm_register_builtins.get_hookimpls():
         if wanted and id(impl.plugin) not in wanted:
             continue
         registrar = FunctionRegistrar(impl.plugin_name)

@@ -173,6 +173,14 @@ def _refresh() -> None:
     _scanned_registry_size = len(registry._functions)
 
 
+def _forget_device_apis() -> None:
+    """Drop the cached device APIs (the registry changed under us: tests, plugin reloads)."""
+    global _scanned_registry_size
+    _apis_by_kind.clear()
+    _apis_by_type.clear()
+    _scanned_registry_size = -1
+
+
 def _api_by_type(device_type: int) -> DeviceAPI | None:
     api = _apis_by_type.get(device_type)
     if api is None:

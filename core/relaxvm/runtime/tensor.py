@@ -129,12 +129,17 @@ class Tensor:
         Raises
         ------
         VMValueError
-            The view would reach outside this tensor's storage.
+            The view would reach outside this tensor's own bytes (as in TVM's CreateView).
         """
         new_dtype = self.dtype if dtype is None else DataType(dtype)
-        return self.storage.alloc_tensor(
-            self.byte_offset + relative_byte_offset, Shape(shape), new_dtype
-        )
+        new_shape = Shape(shape)
+        size = _nbytes(new_shape, new_dtype)
+        if relative_byte_offset < 0 or relative_byte_offset + size > self.nbytes:
+            raise VMValueError(
+                f"Tensor.view: a view of {size} bytes at relative offset {relative_byte_offset} "
+                f"does not fit in the tensor's {self.nbytes} bytes"
+            )
+        return Tensor(self.storage, self.byte_offset + relative_byte_offset, new_shape, new_dtype)
 
     def __repr__(self) -> str:
         return f"<Tensor shape={list(self.shape)} dtype={self.dtype} device={self.device!r}>"
