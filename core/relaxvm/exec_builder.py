@@ -180,8 +180,7 @@ class ExecBuilder:
         names = [f"arg{i}" for i in range(num_inputs)] if param_names is None else list(param_names)
         if len(names) != num_inputs:
             raise BytecodeError(
-                f"ExecBuilder.function({name!r}): {len(names)} param_names for "
-                f"{num_inputs} inputs"
+                f"ExecBuilder.function({name!r}): {len(names)} param_names for {num_inputs} inputs"
             )
         index = self._declare(name, VMFuncKind.VM_FUNC, strict=True)
         info = self._table[index]
@@ -208,7 +207,9 @@ class ExecBuilder:
             return value
         return self.convert_constant(value)
 
-    def emit_call(self, name: str, args: Sequence[Any] | None = None, dst: Arg | None = None) -> None:
+    def emit_call(
+        self, name: str, args: Sequence[Any] | None = None, dst: Arg | None = None
+    ) -> None:
         """Emit ``Call``: ``dst = name(*args)``.
 
         ``args`` items are :class:`Arg` values or Python values converted with
@@ -273,7 +274,9 @@ class ExecBuilder:
 def _formalize(info: VMFuncInfo, code: list[Instruction]) -> None:
     """Renumber a function's registers densely and check every read has a writer."""
     if info.num_args == DECLARED_ONLY:
-        raise BytecodeError(f"function {info.name!r} is declared as a VM function but never defined")
+        raise BytecodeError(
+            f"function {info.name!r} is declared as a VM function but never defined"
+        )
     num_args = info.num_args
     rename: dict[int, int] = {}
     body = range(info.start_instr, info.end_instr)
@@ -296,9 +299,7 @@ def _formalize(info: VMFuncInfo, code: list[Instruction]) -> None:
     for pc in body:
         ins = code[pc]
         if ins.opcode is Opcode.CALL:
-            args = tuple(
-                (k, fix(v, pc) if k == ArgKind.REGISTER else v) for k, v in ins.args
-            )
+            args = tuple((k, fix(v, pc) if k == ArgKind.REGISTER else v) for k, v in ins.args)
             code[pc] = ins._replace(reg=fix(ins.reg, pc), args=args)
         elif ins.opcode in (Opcode.RET, Opcode.IF):
             code[pc] = ins._replace(reg=fix(ins.reg, pc))

@@ -245,12 +245,10 @@ def _validate(ex: Executable) -> list[Instruction]:
     for pc in range(num_instr):
         begin = offsets[pc]
         end = offsets[pc + 1] if pc + 1 < num_instr else len(data)
-        info = owner[pc]
-        if info is None:
+        function = owner[pc]
+        if function is None:
             raise BytecodeError(f"instruction {pc} belongs to no VM function")
-        decoded.append(
-            _decode_one(data[begin:end], pc, info, num_funcs, num_consts, ex.func_table)
-        )
+        decoded.append(_decode_one(data[begin:end], pc, function, num_funcs, num_consts))
     for info in table:
         if info.kind is VMFuncKind.VM_FUNC:
             last = decoded[info.end_instr - 1]
@@ -303,7 +301,6 @@ def _decode_one(
     info: VMFuncInfo,
     num_funcs: int,
     num_consts: int,
-    table: list[VMFuncInfo],
 ) -> Instruction:
     where = f"VM function {info.name!r}, instruction {pc}"
     size = info.register_file_size
@@ -352,8 +349,7 @@ def _decode_one(
                 register(value, "argument", allow_vm=True, allow_void=True)
             elif kind == ArgKind.CONST_IDX and not 0 <= value < num_consts:
                 raise BytecodeError(
-                    f"{where}: constant index c[{value}] is out of range "
-                    f"({num_consts} constants)"
+                    f"{where}: constant index c[{value}] is out of range ({num_consts} constants)"
                 )
             elif kind == ArgKind.FUNC_IDX and not 0 <= value < num_funcs:
                 raise BytecodeError(

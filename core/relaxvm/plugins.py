@@ -45,8 +45,10 @@ ESSENTIAL_PLUGINS: dict[str, str] = {"builtins": "relaxvm_builtins.plugin"}
 class EntryPointLike(Protocol):
     """What the loader needs of an entry point (``importlib.metadata.EntryPoint`` fits)."""
 
-    name: str
-    value: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str: ...
 
     def load(self) -> Any: ...
 

@@ -270,9 +270,7 @@ class VirtualMachine:
             # numpy arrays are accepted for convenience (copied to the first device).
             for value in args:
                 if type(value) is np.ndarray:
-                    args = tuple(
-                        tensor(v, device) if type(v) is np.ndarray else v for v in args
-                    )
+                    args = tuple(tensor(v, device) if type(v) is np.ndarray else v for v in args)
                     break
             return invoke(*args)
 
@@ -316,7 +314,9 @@ class VirtualMachine:
             raise VMValueError(f"Unknown function: {func_name}")
         return fn
 
-    def _convert_inputs(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    def _convert_inputs(
+        self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> list[Any]:
         fn = self._function(func_name)
         names = fn.param_names
         unknown = sorted(set(kwargs) - set(names))
@@ -339,7 +339,10 @@ class VirtualMachine:
             else:
                 values.append(next(positional))
         device = self.devices[0]
-        return [_convert(v, device, f"{func_name}({name})") for v, name in zip(values, names)]
+        return [
+            _convert(v, device, f"{func_name}({name})")
+            for v, name in zip(values, names, strict=True)
+        ]
 
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Store the inputs of ``func_name`` for :meth:`invoke_stateful`.

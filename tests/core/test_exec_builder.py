@@ -24,7 +24,9 @@ from relaxvm.executable import Executable, VMFuncInfo
 
 
 @pytest.mark.parametrize("kind", list(ArgKind))
-@pytest.mark.parametrize("value", [0, 1, -1, 12345, VALUE_MAX, VALUE_MIN, VOID_REGISTER, VM_REGISTER])
+@pytest.mark.parametrize(
+    "value", [0, 1, -1, 12345, VALUE_MAX, VALUE_MIN, VOID_REGISTER, VM_REGISTER]
+)
 def test_arg_words_round_trip(kind, value):
     word = encode_arg(kind, value)
     assert 0 <= word < 1 << 64
@@ -89,7 +91,10 @@ def test_register_read_but_never_written():
     with ib.function("main", num_inputs=1):
         ib.emit_call("f", args=[ib.r(7)], dst=ib.r(2))
         ib.emit_ret(ib.r(2))
-    with pytest.raises(BytecodeError, match=r'register r\(7\) in VM function "main" is used as input while it is never defined'):
+    with pytest.raises(
+        BytecodeError,
+        match=r'register r\(7\) in VM function "main" is used as input while it is never defined',
+    ):
         ib.get()
 
 
@@ -104,13 +109,19 @@ def test_emit_outside_function():
 def test_function_scope_errors():
     ib = ExecBuilder()
     with ib.function("main", num_inputs=0):
-        with pytest.raises(BytecodeError, match="function scopes do not nest"), ib.function("inner"):
+        with (
+            pytest.raises(BytecodeError, match="function scopes do not nest"),
+            ib.function("inner"),
+        ):
             pass
         ib.emit_call("g", dst=ib.r(0))
         ib.emit_ret(ib.r(0))
     with pytest.raises(BytecodeError, match="Function main already defined"), ib.function("main"):
         pass
-    with pytest.raises(BytecodeError, match="1 param_names for 2 inputs"), ib.function("h", 2, ["a"]):
+    with (
+        pytest.raises(BytecodeError, match="1 param_names for 2 inputs"),
+        ib.function("h", 2, ["a"]),
+    ):
         pass
 
 
@@ -131,7 +142,9 @@ def test_declare_function_kind_conflicts():
 def test_declared_vm_function_never_defined():
     ib = ExecBuilder()
     ib.declare_function("ghost", VMFuncKind.VM_FUNC)
-    with pytest.raises(BytecodeError, match="'ghost' is declared as a VM function but never defined"):
+    with pytest.raises(
+        BytecodeError, match="'ghost' is declared as a VM function but never defined"
+    ):
         ib.get()
 
 
@@ -187,8 +200,14 @@ def test_register_argument_checks():
         (lambda d: d.__setitem__(1, 99), "destination register 99 is out of range"),
         (lambda d: d.__setitem__(2, 42), "function index 42 is out of range"),
         (lambda d: d.__setitem__(3, 5), "Call says 5 arguments but carries 1"),
-        (lambda d: d.__setitem__(4, encode_arg(ArgKind.CONST_IDX, 3)), r"constant index c\[3\] is out of range"),
-        (lambda d: d.__setitem__(4, encode_arg(ArgKind.FUNC_IDX, 3)), r"function index f\[3\] is out of range"),
+        (
+            lambda d: d.__setitem__(4, encode_arg(ArgKind.CONST_IDX, 3)),
+            r"constant index c\[3\] is out of range",
+        ),
+        (
+            lambda d: d.__setitem__(4, encode_arg(ArgKind.FUNC_IDX, 3)),
+            r"function index f\[3\] is out of range",
+        ),
         (lambda d: d.__setitem__(4, 5 << 56), "unknown kind 5"),
         (lambda d: d.__setitem__(0, 9), "unknown opcode 9"),
         (lambda d: d.__setitem__(6, 77), "result register 77 is out of range"),
@@ -220,4 +239,13 @@ def test_executable_validator_table_errors():
     with pytest.raises(BytecodeError, match=r"memory scope given for constant c\[3\]"):
         Executable([good], [], [0], ret, {3: "global"})
     with pytest.raises(BytecodeError, match="needs register_file_size >= num_args \\+ 1"):
-        Executable([VMFuncInfo(VMFuncKind.VM_TIR_FUNC, "t", num_args=1, register_file_size=1, param_names=["a"])], [], [], [])
+        Executable(
+            [
+                VMFuncInfo(
+                    VMFuncKind.VM_TIR_FUNC, "t", num_args=1, register_file_size=1, param_names=["a"]
+                )
+            ],
+            [],
+            [],
+            [],
+        )

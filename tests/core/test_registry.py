@@ -44,9 +44,13 @@ def test_register_bare_decorator_uses_function_name(clean_registry):
 
 def test_duplicate_names_both_sources(clean_registry):
     relaxvm.register_func("test.dup", lambda: 1)
-    with pytest.raises(RegistryError, match=r"'test.dup' is already registered by user code.*override=True"):
+    with pytest.raises(
+        RegistryError, match=r"'test.dup' is already registered by user code.*override=True"
+    ):
         relaxvm.register_func("test.dup", lambda: 2)
-    with pytest.raises(RegistryError, match=r"'vm.builtin.copy' is already registered by plugin 'builtins'"):
+    with pytest.raises(
+        RegistryError, match=r"'vm.builtin.copy' is already registered by plugin 'builtins'"
+    ):
         relaxvm.register_func("vm.builtin.copy", lambda x: x)
 
 
@@ -57,7 +61,10 @@ def test_override_replaces(clean_registry):
 
 
 def test_missing_lookup_suggests_close_names(clean_registry):
-    with pytest.raises(FunctionNotFoundError, match=r"'vm.builtin.matchshape'.*global registry.*plugins loaded: .*builtins.*did you mean 'vm.builtin.match_shape'"):
+    with pytest.raises(
+        FunctionNotFoundError,
+        match=r"'vm.builtin.matchshape'.*global registry.*plugins loaded: .*builtins.*did you mean 'vm.builtin.match_shape'",
+    ):
         relaxvm.get_global_func("vm.builtin.matchshape")
     assert relaxvm.get_global_func("vm.builtin.matchshape", allow_missing=True) is None
 

@@ -44,7 +44,17 @@ def test_dtype_parse_and_print(text, code, bits, lanes):
 
 
 def test_dtype_from_numpy_and_back():
-    for name in ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]:
+    for name in [
+        "float16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "bool",
+    ]:
         assert DataType(np.dtype(name)).numpy_dtype() == np.dtype(name)
     assert DataType(np.float32) == "float32"
     assert DataType("float32x4").itemsize == 16
@@ -90,8 +100,10 @@ def test_cuda_without_plugin_names_a_device_that_does_not_exist():
     assert repr(dev) == "cuda(1)"
     if relaxvm.registry.get_global_func("device_api.cuda", allow_missing=True) is None:
         assert not dev.exist
-        with pytest.raises(DeviceError, match=r"no device API is installed for cuda\(1\); installed kinds: .*cpu"):
-            dev.api
+        with pytest.raises(
+            DeviceError, match=r"no device API is installed for cuda\(1\); installed kinds: .*cpu"
+        ):
+            _ = dev.api
 
 
 def test_unknown_device_kind():
@@ -123,7 +135,9 @@ def test_shape_rejects_non_integers(bad):
 # -- Tensor -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float16", "float64", "int8", "int32", "int64", "uint8", "bool"]
+)
 def test_tensor_round_trip(dtype):
     data = (np.arange(24) % 3).astype(dtype).reshape(2, 3, 4)
     t = relaxvm.tensor(data)
@@ -157,7 +171,10 @@ def test_tensor_views_share_memory_with_byte_offsets():
     assert base.numpy()[4] == 100
     as_int = base.view((12,), "int32")
     assert as_int.numpy()[0] == 0 and as_int.dtype == "int32"
-    with pytest.raises(VMValueError, match="view of 16 bytes at relative offset 48 does not fit in the tensor's 48 bytes"):
+    with pytest.raises(
+        VMValueError,
+        match="view of 16 bytes at relative offset 48 does not fit in the tensor's 48 bytes",
+    ):
         base.view((4,), relative_byte_offset=48)
 
 
@@ -213,7 +230,9 @@ def test_storage_alloc_tensor_bounds():
     storage = NaiveAllocator(relaxvm.cpu()).alloc(64)
     t = storage.alloc_tensor(32, Shape([8]), DataType("float32"))
     assert t.byte_offset == 32 and t.storage is storage
-    with pytest.raises(VMValueError, match="attempted to allocate 36 at offset 32 in region that is 64 bytes"):
+    with pytest.raises(
+        VMValueError, match="attempted to allocate 36 at offset 32 in region that is 64 bytes"
+    ):
         storage.alloc_tensor(32, Shape([9]), DataType("float32"))
     with pytest.raises(VMValueError, match="offset -4"):
         storage.alloc_tensor(-4, Shape([1]), DataType("float32"))

@@ -72,14 +72,33 @@ def test_immediates_constants_and_special_registers():
         with ib.function("main", num_inputs=0):
             ib.emit_call(
                 "test.vm.echo",
-                args=[7, -3, 1 << 60, 2.5, "text", (2, 3), relaxvm.DataType("int8"), ib.void_arg(), ib.vm_state(), ib.f("test.vm.add")],
+                args=[
+                    7,
+                    -3,
+                    1 << 60,
+                    2.5,
+                    "text",
+                    (2, 3),
+                    relaxvm.DataType("int8"),
+                    ib.void_arg(),
+                    ib.vm_state(),
+                    ib.f("test.vm.add"),
+                ],
                 dst=ib.r(0),
             )
             ib.emit_ret(ib.r(0))
 
     vm = make_vm(build)
     result = vm["main"]()
-    assert result[:7] == (7, -3, 1 << 60, 2.5, "text", relaxvm.Shape([2, 3]), relaxvm.DataType("int8"))
+    assert result[:7] == (
+        7,
+        -3,
+        1 << 60,
+        2.5,
+        "text",
+        relaxvm.Shape([2, 3]),
+        relaxvm.DataType("int8"),
+    )
     assert isinstance(result[5], relaxvm.Shape)
     assert result[7] is None
     assert result[8] is vm
@@ -169,7 +188,9 @@ def test_closures_bind_trailing_arguments():
             ib.emit_call("vm.builtin.make_closure", args=[ib.f("adder"), ib.r(0)], dst=ib.r(1))
             ib.emit_ret(ib.r(1))
         with ib.function("apply", num_inputs=2):
-            ib.emit_call("vm.builtin.invoke_closure", args=[ib.vm_state(), ib.r(0), ib.r(1)], dst=ib.r(2))
+            ib.emit_call(
+                "vm.builtin.invoke_closure", args=[ib.vm_state(), ib.r(0), ib.r(1)], dst=ib.r(2)
+            )
             ib.emit_ret(ib.r(2))
 
     vm = make_vm(build)
@@ -184,7 +205,10 @@ def test_closures_bind_trailing_arguments():
 
 def test_wrong_arity_names_parameters():
     vm = make_vm(build_fact)
-    with pytest.raises(VMError, match=r"Invoking function fact expects 1 arguments \(n\), but 2 arguments were provided."):
+    with pytest.raises(
+        VMError,
+        match=r"Invoking function fact expects 1 arguments \(n\), but 2 arguments were provided.",
+    ):
         vm["fact"](1, 2)
     assert isinstance(VMError("x"), RuntimeError)
 
@@ -218,7 +242,9 @@ def test_runaway_recursion_is_a_clear_error():
         build_fact(ib)
 
     vm = make_vm(build)
-    with pytest.raises(VMError, match="maximum call depth exceeded while running VM function 'forever'") as info:
+    with pytest.raises(
+        VMError, match="maximum call depth exceeded while running VM function 'forever'"
+    ) as info:
         vm["forever"](1)
     assert info.value.__notes__[-1] == "  in VM function ... (outer frames elided)"
     assert vm["fact"](4) == 24
@@ -230,7 +256,10 @@ def test_missing_function_at_construction_suggests_names():
             ib.emit_call("vm.builtin.copyy", args=[ib.r(0)], dst=ib.r(1))
             ib.emit_ret(ib.r(1))
 
-    with pytest.raises(FunctionNotFoundError, match=r"Cannot find PackedFunc vm.builtin.copyy in either.*did you mean 'vm.builtin.copy'"):
+    with pytest.raises(
+        FunctionNotFoundError,
+        match=r"Cannot find PackedFunc vm.builtin.copyy in either.*did you mean 'vm.builtin.copy'",
+    ):
         make_vm(build)
 
 
@@ -249,7 +278,9 @@ def test_executable_imports_shadow_the_registry():
 
 def test_unknown_function_lookup():
     vm = make_vm(build_fact)
-    with pytest.raises(FunctionNotFoundError, match="VirtualMachine has no function 'main'; its functions are fact"):
+    with pytest.raises(
+        FunctionNotFoundError, match="VirtualMachine has no function 'main'; its functions are fact"
+    ):
         vm["main"]
     assert "fact" in vm and "main" not in vm
 
@@ -266,7 +297,10 @@ def test_constructor_argument_errors():
         VirtualMachine(ex, relaxvm.cpu(), memory_cfg="fancy")
     with pytest.raises(VMTypeError, match="memory_cfg must be None, a str or a dict"):
         VirtualMachine(ex, relaxvm.cpu(), memory_cfg=3)
-    if not relaxvm.cuda().exist and relaxvm.get_global_func("device_api.cuda", allow_missing=True) is None:
+    if (
+        not relaxvm.cuda().exist
+        and relaxvm.get_global_func("device_api.cuda", allow_missing=True) is None
+    ):
         with pytest.raises(DeviceError, match=r"no device API is installed for cuda\(0\)"):
             VirtualMachine(ex, relaxvm.cuda())
 
@@ -337,13 +371,20 @@ def test_stateful_api_errors():
     vm = make_vm(build_fact)
     with pytest.raises(VMValueError, match="Unknown function: main"):
         vm.set_input("main", 1)
-    with pytest.raises(VMValueError, match="No inputs set for stateful call of fact; use `set_input` first."):
+    with pytest.raises(
+        VMValueError, match="No inputs set for stateful call of fact; use `set_input` first."
+    ):
         vm.invoke_stateful("fact")
     with pytest.raises(VMValueError, match='No output saved for call of "fact"'):
         vm.get_outputs("fact")
-    with pytest.raises(VMValueError, match=r"doesn't match the number of arguments for fact: it takes 1 \(n\), got 2"):
+    with pytest.raises(
+        VMValueError,
+        match=r"doesn't match the number of arguments for fact: it takes 1 \(n\), got 2",
+    ):
         vm.set_input("fact", 1, 2)
-    with pytest.raises(VMValueError, match=r"fact has no parameter named 'm'; its parameters are \(n\)"):
+    with pytest.raises(
+        VMValueError, match=r"fact has no parameter named 'm'; its parameters are \(n\)"
+    ):
         vm.set_input("fact", m=1)
     with pytest.raises(VMTypeError, match=r"fact\(n\): cannot convert a dict"):
         vm.set_input("fact", {})
@@ -373,7 +414,9 @@ def test_save_function_and_time_evaluator():
     vm.set_input("main", x, x)
     result = vm.time_evaluator("invoke_stateful", relaxvm.cpu(), number=2)("main")
     assert len(result.results) == 1
-    result = vm.time_evaluator("main", relaxvm.cpu(), min_repeat_ms=5)(relaxvm.tensor(x), relaxvm.tensor(x))
+    result = vm.time_evaluator("main", relaxvm.cpu(), min_repeat_ms=5)(
+        relaxvm.tensor(x), relaxvm.tensor(x)
+    )
     assert result.mean > 0
     with pytest.raises(VMValueError, match="number and repeat must be >= 1"):
         vm.time_evaluator("main", number=0)

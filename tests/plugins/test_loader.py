@@ -63,7 +63,9 @@ def test_duplicate_between_plugins_names_both():
     first = FakeEntryPoint("first", make_plugin(**{"dup.f": lambda: 1}))
     second = FakeEntryPoint("second", make_plugin(**{"dup.f": lambda: 2}))
     with isolated_plugins(load=False):
-        with pytest.raises(RegistryError, match=r"'dup.f'.*plugin '(first|second)'.*plugin '(first|second)'"):
+        with pytest.raises(
+            RegistryError, match=r"'dup.f'.*plugin '(first|second)'.*plugin '(first|second)'"
+        ):
             plugins.ensure_loaded([*builtins_only(), first, second])
         # The failed load was rolled back: a retry reports the same error, not a cascade.
         with pytest.raises(RegistryError, match="already registered"):
@@ -109,7 +111,10 @@ def test_select_unknown_plugin_is_an_error():
 def test_essential_plugin_missing():
     with (
         isolated_plugins(load=False),
-        pytest.raises(PluginError, match="essential relaxvm plugin 'builtins'.*not installed.*install the project"),
+        pytest.raises(
+            PluginError,
+            match="essential relaxvm plugin 'builtins'.*not installed.*install the project",
+        ),
     ):
         plugins.ensure_loaded([])
 
@@ -117,7 +122,10 @@ def test_essential_plugin_missing():
 def test_essential_plugin_blocked():
     with (
         isolated_plugins(load=False, env={"RELAXVM_DISABLE_PLUGINS": "builtins"}),
-        pytest.raises(PluginError, match="essential relaxvm plugin 'builtins'.*blocked by RELAXVM_DISABLE_PLUGINS"),
+        pytest.raises(
+            PluginError,
+            match="essential relaxvm plugin 'builtins'.*blocked by RELAXVM_DISABLE_PLUGINS",
+        ),
     ):
         plugins.ensure_loaded(builtins_only())
 
@@ -135,7 +143,9 @@ def test_plugin_import_failure_names_plugin():
     broken = FakeEntryPoint("broken", error=ImportError("no module named nothere"), value="bad.mod")
     with (
         isolated_plugins(load=False),
-        pytest.raises(PluginError, match=r"plugin 'broken' \(bad.mod from \?\) failed to import: ImportError"),
+        pytest.raises(
+            PluginError, match=r"plugin 'broken' \(bad.mod from \?\) failed to import: ImportError"
+        ),
     ):
         plugins.ensure_loaded([*builtins_only(), broken])
 
@@ -163,7 +173,9 @@ def test_plugin_registering_non_callable():
 
     with (
         isolated_plugins(load=False),
-        pytest.raises(PluginError, match="plugin 'bad' registered 'bad.value' with a non-callable int"),
+        pytest.raises(
+            PluginError, match="plugin 'bad' registered 'bad.value' with a non-callable int"
+        ),
     ):
         plugins.ensure_loaded([*builtins_only(), FakeEntryPoint("bad", Bad())])
 
@@ -176,7 +188,9 @@ def test_plugin_hook_raising_is_wrapped():
 
     with (
         isolated_plugins(load=False),
-        pytest.raises(PluginError, match="plugin 'raises' failed in relaxvm_register_builtins: KeyError"),
+        pytest.raises(
+            PluginError, match="plugin 'raises' failed in relaxvm_register_builtins: KeyError"
+        ),
     ):
         plugins.ensure_loaded([*builtins_only(), FakeEntryPoint("raises", Raises())])
 

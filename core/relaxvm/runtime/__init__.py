@@ -38,5 +38,6 @@ __all__ = [
     "device",
     "empty",
     "get_allocator",
+    "get_device_api",
     "tensor",
 ]

@@ -7,7 +7,7 @@ prints. It compares equal to its string spelling so ``t.dtype == "float32"`` rea
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,8 @@ class DataType:
     code: int
     bits: int
     lanes: int
+    _str: str
+    _hash: int
 
     def __new__(cls, spec: Any) -> DataType:
         if isinstance(spec, DataType):
@@ -151,7 +153,7 @@ def _make(code: int, bits: int, lanes: int) -> DataType:
     return _interned(code, bits, lanes)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _interned(code: int, bits: int, lanes: int) -> DataType:
     obj = object.__new__(DataType)
     object.__setattr__(obj, "code", code)

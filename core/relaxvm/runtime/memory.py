@@ -103,7 +103,7 @@ class Storage:
             self._allocator = None
             try:
                 allocator._release(self.buffer, self.nbytes)
-            except Exception:  # noqa: S110 - interpreter shutdown: nothing left to free into
+            except Exception:
                 pass
 
     def __repr__(self) -> str:
