@@ -13,7 +13,8 @@ built-in exception TVM raises in the same situation (``ValueError``, ``TypeError
     ├── ExecutableFormatError (ValueError)  corrupt, truncated, foreign or wrong-version bytes
     ├── VMError (RuntimeError)              run-time failures: arity, checks, recursion, memory
     ├── VMTypeError (TypeError)             a value of the wrong kind reached a builtin
-    └── VMValueError (ValueError)           a value of the right kind but wrong content
+    ├── VMValueError (ValueError)           a value of the right kind but wrong content
+    └── VMIndexError (IndexError)           an index past the end of a tuple
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "RegistryError",
     "RelaxVMError",
     "VMError",
+    "VMIndexError",
     "VMTypeError",
     "VMValueError",
 ]
@@ -70,3 +72,7 @@ class VMTypeError(RelaxVMError, TypeError):
 
 class VMValueError(RelaxVMError, ValueError):
     """A builtin or VM entry point received a value with the wrong content."""
+
+
+class VMIndexError(RelaxVMError, IndexError):
+    """An index past the end of a tuple (TVM raises ``IndexError`` there too)."""

@@ -55,7 +55,8 @@ class EntryPointLike(Protocol):
 
 @dataclass
 class PluginInfo:
-    """What happened to one plugin: ``status`` is ``loaded``, ``blocked`` or ``skipped``."""
+    """What happened to one plugin: ``status`` is ``loaded``, ``blocked``, ``skipped``, or
+    ``loading`` while (or if) its load did not complete."""
 
     name: str
     value: str
@@ -97,7 +98,10 @@ class FunctionRegistrar:
 
 _lock = threading.RLock()
 _loaded = False
+# Set while a load is in progress; a lookup made by a plugin's own hook (same thread) must see
+# the partial registry instead of deadlocking, while other threads wait on the lock.
 _loading = False
+_loading_thread: int | None = None
 _manager: pluggy.PluginManager | None = None
 _report: list[PluginInfo] = []
 
@@ -144,13 +148,14 @@ def ensure_loaded(entry_points: Sequence[EntryPointLike] | None = None) -> None:
         A plugin failed to import or validate, ``RELAXVM_PLUGINS`` names an unknown plugin, or
         an essential plugin is missing or blocked.
     """
-    global _loaded, _loading, _manager
-    if _loaded or _loading:
+    global _loaded, _loading, _loading_thread, _manager
+    if _loaded or (_loading and _loading_thread == threading.get_ident()):
         return
     with _lock:
-        if _loaded or _loading:
+        if _loaded or _loading:  # holding the RLock while _loading means: our own thread
             return
         _loading = True
+        _loading_thread = threading.get_ident()
         saved = dict(registry._functions), dict(registry._sources)
         try:
             found = list(entry_points) if entry_points is not None else _installed_entry_points()
@@ -166,6 +171,7 @@ def ensure_loaded(entry_points: Sequence[EntryPointLike] | None = None) -> None:
             raise
         finally:
             _loading = False
+            _loading_thread = None
 
 
 def _load(found: Sequence[EntryPointLike]) -> pluggy.PluginManager:
@@ -187,7 +193,7 @@ def _load(found: Sequence[EntryPointLike]) -> pluggy.PluginManager:
     _report.clear()
     for entry_point in found:
         info = PluginInfo(
-            entry_point.name, entry_point.value, _distribution_name(entry_point), "loaded"
+            entry_point.name, entry_point.value, _distribution_name(entry_point), "loading"
         )
         _report.append(info)
         if entry_point.name in disabled:
@@ -211,6 +217,9 @@ def _load(found: Sequence[EntryPointLike]) -> pluggy.PluginManager:
             ) from err
         _register_with_manager(manager, plugin, entry_point.name)
     _run_registration_hooks(manager)
+    for info in _report:
+        if info.status == "loading":
+            info.status = "loaded"
     return manager
 
 

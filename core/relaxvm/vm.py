@@ -658,7 +658,7 @@ def _compile(fn: _Function, vm: VirtualMachine, instrument: Callable[..., Any] |
             local_pc = pc - info.start_instr
             fn.operands[local_pc] = (entry, callee_info.name, slots)
             if instrument is None:
-                bound = _bind_call(callee, slots)
+                bound = _bind_call(callee, slots, template, size)
             else:
                 bound = _bind_instrumented(callee, entry, callee_info.name, slots, instrument)
             code.append((1, dst, bound))
@@ -672,8 +672,16 @@ def _compile(fn: _Function, vm: VirtualMachine, instrument: Callable[..., Any] |
     fn.code = code
 
 
-def _bind_call(f: Callable[..., Any], slots: tuple[int, ...]) -> Callable[[list[Any]], Any]:
-    """A closure calling ``f`` with the register-file entries at ``slots``."""
+def _bind_call(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> Callable[[list[Any]], Any]:
+    """A closure calling ``f`` with the register-file entries at ``slots``.
+
+    Slots at or above ``size`` hold values fixed for the VM's lifetime (``%vm``, ``%void``,
+    immediates, constants, callees). Short calls read every slot from the frame; long calls
+    (``match_shape``, ``make_shape``: a few registers and a tail of immediates) bind their
+    fixed values once, as tuples spliced around the register reads.
+    """
     n = len(slots)
     if n == 0:
         return lambda regs: f()
@@ -689,6 +697,27 @@ def _bind_call(f: Callable[..., Any], slots: tuple[int, ...]) -> Callable[[list[
     if n == 4:
         a, b, c, d = slots
         return lambda regs: f(regs[a], regs[b], regs[c], regs[d])
+    registers = [i for i, s in enumerate(slots) if s < size]
+    # Split the argument list at each register: fixed runs become tuples bound now.
+    runs: list[tuple[Any, ...]] = []
+    start = 0
+    for position in registers:
+        runs.append(tuple(template[s] for s in slots[start:position]))
+        start = position + 1
+    runs.append(tuple(template[s] for s in slots[start:]))
+    reg = [slots[i] for i in registers]
+    if len(reg) == 0:
+        (t0,) = runs
+        return lambda regs: f(*t0)
+    if len(reg) == 1:
+        (r0,), (t0, t1) = reg, runs
+        return lambda regs: f(*t0, regs[r0], *t1)
+    if len(reg) == 2:
+        (r0, r1), (t0, t1, t2) = reg, runs
+        return lambda regs: f(*t0, regs[r0], *t1, regs[r1], *t2)
+    if len(reg) == 3:
+        (r0, r1, r2), (t0, t1, t2, t3) = reg, runs
+        return lambda regs: f(*t0, regs[r0], *t1, regs[r1], *t2, regs[r2], *t3)
     get = itemgetter(*slots)
     return lambda regs: f(*get(regs))
 

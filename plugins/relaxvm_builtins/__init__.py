@@ -4,3 +4,9 @@ This package is a relaxvm plugin like any other: it is found through the ``built
 point in the ``relaxvm`` group and registers through ``relaxvm_register_builtins``. Each
 builtin is declared with :func:`~relaxvm_builtins._table.builtin` next to its definition.
 """
+
+from __future__ import annotations
+
+from .shape import MakeShapeCode, MatchShapeCode
+
+__all__ = ["MakeShapeCode", "MatchShapeCode"]

@@ -6,7 +6,7 @@ from relaxvm import hookimpl
 from relaxvm.plugins import FunctionRegistrar
 
 # Importing the modules fills the table through their @builtin decorators.
-from . import cpu_device  # noqa: F401
+from . import calls, checks, cpu_device, memory, shape, values  # noqa: F401
 from ._table import BUILTINS
 
 

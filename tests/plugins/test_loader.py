@@ -216,3 +216,38 @@ def test_lookup_from_inside_a_plugin_hook_does_not_recurse():
     with isolated_plugins([*builtins_only(), FakeEntryPoint("curious", Curious())]):
         assert seen == [None]
         assert relaxvm.get_global_func("curious.f")() == 1
+
+
+def test_lookup_from_another_thread_waits_for_the_load():
+    import threading
+    import time
+
+    started = threading.Event()
+
+    class Slow:
+        @hookimpl
+        def relaxvm_register_builtins(self, registry):
+            started.set()
+            time.sleep(0.2)
+            registry.register("slow.f", lambda: "slow")
+
+    results = []
+    with isolated_plugins(load=False):
+        loader = threading.Thread(
+            target=plugins.ensure_loaded, args=([*builtins_only(), FakeEntryPoint("slow", Slow())],)
+        )
+        loader.start()
+        started.wait(5)
+
+        def lookup():
+            results.append(relaxvm.get_global_func("slow.f", allow_missing=True))
+
+        other = threading.Thread(target=lookup)
+        other.start()
+        other.join(5)
+        loader.join(5)
+        assert results and results[0] is not None and results[0]() == "slow"
+        assert {p.name: p.status for p in plugins.plugin_report()} == {
+            "builtins": "loaded",
+            "slow": "loaded",
+        }

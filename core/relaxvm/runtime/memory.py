@@ -7,15 +7,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import VMError, VMValueError
 from .device import Device, DeviceAPI
 from .dtype import DataType
 from .shape import Shape
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
 
 __all__ = [
     "Allocator",
@@ -71,12 +68,15 @@ class Storage:
         device: Device,
         api: DeviceAPI,
         allocator: Allocator | None,
+        data_ptr: int | None = None,
     ) -> None:
         self.buffer = buffer
         self.nbytes = nbytes
         self.device = device
         self.api = api
-        self.data_ptr = api.data_ptr(buffer)
+        # Asking the device API for the address can cost a microsecond; allocators pass the
+        # one they computed when the buffer was first made.
+        self.data_ptr = api.data_ptr(buffer) if data_ptr is None else data_ptr
         self._allocator = allocator
 
     def alloc_tensor(self, offset: int, shape: Shape, dtype: DataType) -> Tensor:
@@ -87,8 +87,6 @@ class Storage:
         VMValueError
             The view does not fit ("storage allocation failure ...").
         """
-        from .tensor import Tensor, _nbytes
-
         size = _nbytes(shape, dtype)
         if offset < 0 or offset + size > self.nbytes:
             raise VMValueError(
@@ -102,7 +100,7 @@ class Storage:
         if allocator is not None:
             self._allocator = None
             try:
-                allocator._release(self.buffer, self.nbytes)
+                allocator._release((self.buffer, self.data_ptr), self.nbytes)
             except Exception:
                 pass
 
@@ -145,19 +143,17 @@ class Allocator:
                 "(only 'global')"
             )
         size = self._round(nbytes)
-        buffer = self._take(size, alignment)
+        buffer, pointer = self._take(size, alignment)
         with self._lock:
             stats = self.stats
             stats.allocations += 1
             stats.bytes_in_use += size
             stats.peak_bytes_in_use = max(stats.peak_bytes_in_use, stats.bytes_in_use)
             stats.by_size[size] = stats.by_size.get(size, 0) + 1
-        return Storage(buffer, size, self.device, self.api, self)
+        return Storage(buffer, size, self.device, self.api, self, pointer)
 
     def empty(self, shape: Shape | tuple[int, ...], dtype: DataType | str) -> Tensor:
         """A new uninitialised tensor in fresh storage."""
-        from .tensor import _nbytes
-
         shape = Shape(shape)
         dtype = DataType(dtype)
         return self.alloc(_nbytes(shape, dtype)).alloc_tensor(0, shape, dtype)
@@ -168,7 +164,8 @@ class Allocator:
     def _round(self, nbytes: int) -> int:
         return max(nbytes, 1)
 
-    def _device_alloc(self, size: int, alignment: int) -> Any:
+    # Buffers travel inside the allocators as (buffer, data pointer) pairs.
+    def _device_alloc(self, size: int, alignment: int) -> tuple[Any, int]:
         try:
             buffer = self.api.alloc(self.device.device_id, size, alignment)
         except MemoryError:
@@ -176,16 +173,16 @@ class Allocator:
                 f"out of memory: cannot allocate {size} bytes on {self.device!r}"
             ) from None
         self.stats.device_allocations += 1
-        return buffer
+        return buffer, self.api.data_ptr(buffer)
 
-    def _take(self, size: int, alignment: int) -> Any:
+    def _take(self, size: int, alignment: int) -> tuple[Any, int]:
         return self._device_alloc(size, alignment)
 
-    def _release(self, buffer: Any, size: int) -> None:
+    def _release(self, block: tuple[Any, int], size: int) -> None:
         with self._lock:
             self.stats.releases += 1
             self.stats.bytes_in_use -= size
-        self.api.free(buffer)
+        self.api.free(block[0])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.device!r})"
@@ -207,12 +204,12 @@ class PooledAllocator(Allocator):
 
     def __init__(self, device: Device) -> None:
         super().__init__(device)
-        self._free: dict[int, list[Any]] = {}
+        self._free: dict[int, list[tuple[Any, int]]] = {}
 
     def _round(self, nbytes: int) -> int:
         return max((nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE, PAGE_SIZE)
 
-    def _take(self, size: int, alignment: int) -> Any:
+    def _take(self, size: int, alignment: int) -> tuple[Any, int]:
         with self._lock:
             bucket = self._free.get(size)
             if bucket:
@@ -221,12 +218,12 @@ class PooledAllocator(Allocator):
                 return bucket.pop()
         return self._device_alloc(size, alignment)
 
-    def _release(self, buffer: Any, size: int) -> None:
+    def _release(self, block: tuple[Any, int], size: int) -> None:
         with self._lock:
             self.stats.releases += 1
             self.stats.bytes_in_use -= size
             self.stats.bytes_pooled += size
-            self._free.setdefault(size, []).append(buffer)
+            self._free.setdefault(size, []).append(block)
 
     def clear(self) -> None:
         """Free every cached buffer back to the device."""
@@ -234,8 +231,8 @@ class PooledAllocator(Allocator):
             pooled = self._free
             self._free = {}
             self.stats.bytes_pooled = 0
-        for buffers in pooled.values():
-            for buffer in buffers:
+        for blocks in pooled.values():
+            for buffer, _ in blocks:
                 self.api.free(buffer)
 
 
@@ -274,3 +271,8 @@ def clear_pools() -> None:
     """Release the memory cached by every pooled allocator."""
     for allocator in list(_allocators.values()):
         allocator.clear()
+
+
+# At the end because tensor.py imports this module; Storage.alloc_tensor needs these at call
+# time, and a function-level import would cost about a microsecond per call.
+from .tensor import Tensor, _nbytes  # noqa: E402

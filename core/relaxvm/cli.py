@@ -1,0 +1,393 @@
+"""The ``relaxvm`` command line (also ``python -m relaxvm``).
+
+Subcommands
+-----------
+``demo``
+    Build, save, load and run a small program; compare with numpy (exit 1 on a mismatch).
+``plugins``
+    The installed plugins, their status and what they registered.
+``inspect FILE``
+    Show a saved executable as text, as Python, or as statistics.
+``run FILE``
+    Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files.
+
+Every expected failure (a missing or corrupt file, an unknown function, bad inputs, a failing
+program) prints one line to standard error and exits with status 1; ``--traceback`` shows the
+full Python traceback instead, for debugging relaxvm itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from . import __version__, plugins, registry
+from .closure import VMClosure
+from .errors import FunctionNotFoundError, RelaxVMError
+from .executable import Executable
+from .runtime import Shape, Tensor, cpu
+from .vm import VirtualMachine
+
+__all__ = ["CLIError", "main"]
+
+
+class CLIError(RelaxVMError):
+    """A user error detected by the command line itself (bad file, bad option combination)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (``sys.argv[1:]`` by default).
+    """
+    parser = _build_parser()
+    options = parser.parse_args(argv)
+    if options.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(options.handler(options))
+    except KeyboardInterrupt:
+        print("relaxvm: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``relaxvm plugins --functions | head``): not an error. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout has no file descriptor (captured, replaced)
+            pass
+        return 0
+    except Exception as err:
+        if options.traceback:
+            raise
+        print(f"relaxvm {options.command}: error: {_one_line(err)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception as one line: its message, plus where in the VM program it happened."""
+    if isinstance(err, FileNotFoundError) and err.filename is not None:
+        return f"no such file: {err.filename}"
+    if isinstance(err, OSError) and err.strerror and err.filename is not None:
+        return f"{err.strerror}: {err.filename}"
+    text = " ".join(str(err).split()) or type(err).__name__
+    if not isinstance(err, RelaxVMError | ValueError | TypeError):
+        # Not one of ours: the type helps the user search or report it.
+        text = f"{type(err).__name__}: {text}"
+    # The VM adds one note per frame as the exception unwinds; the first is the innermost.
+    vm_notes = [n.strip() for n in getattr(err, "__notes__", ()) if "in VM function" in n]
+    if vm_notes:
+        text += f" ({vm_notes[0]})"
+    return text
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relaxvm",
+        description="relaxvm: Apache TVM's Relax virtual machine, rebuilt in Python.",
+    )
+    parser.add_argument("--version", action="version", version=f"relaxvm {__version__}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="on error, show the Python traceback instead of one line",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="build, save, load and run a small program; compare with numpy",
+        description="Build a small program (hand-written bytecode calling a numpy kernel and "
+        "the vm.builtin shape checks), save it, load it back, print it, run it and compare "
+        "with numpy. Prints PASS or FAIL; exits 1 on FAIL.",
+    )
+    demo.add_argument("--save", metavar="PATH", help="keep the executable at PATH")
+    demo.add_argument("--no-text", action="store_true", help="do not print as_text()")
+    demo.set_defaults(handler=_cmd_demo)
+
+    plugin_cmd = commands.add_parser(
+        "plugins",
+        help="list installed plugins and what they registered",
+        description="Load the plugins (honouring RELAXVM_PLUGINS / RELAXVM_DISABLE_PLUGINS) "
+        "and list each entry point with its status, module, distribution and function count.",
+    )
+    plugin_cmd.add_argument(
+        "--functions", action="store_true", help="also list every registered function"
+    )
+    plugin_cmd.set_defaults(handler=_cmd_plugins)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show a saved executable",
+        description="Load an executable written by Executable.save and print it.",
+    )
+    inspect.add_argument("file", metavar="FILE")
+    view = inspect.add_mutually_exclusive_group()
+    view.add_argument(
+        "--text", dest="view", action="store_const", const="text", help="as_text() (default)"
+    )
+    view.add_argument(
+        "--python", dest="view", action="store_const", const="python", help="as_python()"
+    )
+    view.add_argument("--stats", dest="view", action="store_const", const="stats", help="stats()")
+    inspect.set_defaults(handler=_cmd_inspect, view="text")
+
+    run = commands.add_parser(
+        "run",
+        help="run a function of a saved executable on numpy inputs",
+        description="Run a function of an executable written by Executable.save on the CPU. "
+        "Inputs come from .npy files (positional, in parameter order) or from one .npz file "
+        "(keys are parameter names, or arr_0, arr_1, ... as np.savez writes them).",
+    )
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("inputs", nargs="*", metavar="X.npy", help="one .npy file per parameter")
+    run.add_argument("--func", default="main", help="the function to run (default: main)")
+    run.add_argument("--inputs", dest="npz", metavar="INPUTS.npz", help="all inputs in one .npz")
+    run.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE[:FUNC]",
+        help="import MODULE (from sys.path or the working directory) and call FUNC first, to "
+        "register the kernels the executable calls; may be repeated (the demo's: "
+        "relaxvm.demo:register_kernels)",
+    )
+    run.add_argument("--repeat", type=int, default=0, metavar="N", help="also time N runs")
+    run.add_argument("--output", metavar="OUT.npz", help="save the outputs to an .npz file")
+    run.set_defaults(handler=_cmd_run)
+    return parser
+
+
+# -- demo --------------------------------------------------------------------------------------
+def _cmd_demo(options: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    ok = run_demo(save_path=options.save, show_text=not options.no_text, out=sys.stdout)
+    return 0 if ok else 1
+
+
+# -- plugins -----------------------------------------------------------------------------------
+def _cmd_plugins(options: argparse.Namespace) -> int:
+    plugins.ensure_loaded()
+    report = plugins.plugin_report()
+    out = sys.stdout
+    for variable in ("RELAXVM_PLUGINS", "RELAXVM_DISABLE_PLUGINS"):
+        if os.environ.get(variable):
+            print(f"{variable}={os.environ[variable]}", file=out)
+    rows = [("NAME", "STATUS", "FUNCTIONS", "MODULE", "DISTRIBUTION")]
+    for info in report:
+        count = str(len(info.registered)) if info.status == "loaded" else "-"
+        rows.append((info.name, info.status, count, info.value, info.distribution))
+    _print_table(rows, out)
+    if options.functions:
+        print(file=out)
+        names = registry.list_global_func_names()
+        _print_table(
+            [("FUNCTION", "SOURCE"), *((n, registry._sources.get(n, "?")) for n in names)], out
+        )
+    return 0
+
+
+def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        print("  ".join(cells).rstrip(), file=out)
+
+
+# -- inspect -----------------------------------------------------------------------------------
+def _load_executable(path: str) -> Executable:
+    if not os.path.exists(path):
+        raise CLIError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise CLIError(f"{path} is a directory, not an executable file")
+    return Executable.load(path)
+
+
+def _cmd_inspect(options: argparse.Namespace) -> int:
+    ex = _load_executable(options.file)
+    render = {"text": ex.as_text, "python": ex.as_python, "stats": ex.stats}[options.view]
+    text = render()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+# -- run ---------------------------------------------------------------------------------------
+def _cmd_run(options: argparse.Namespace) -> int:
+    if options.npz and options.inputs:
+        raise CLIError("give inputs either as .npy files or with --inputs FILE.npz, not both")
+    if options.repeat < 0:
+        raise CLIError(f"--repeat must be >= 0, got {options.repeat}")
+    ex = _load_executable(options.file)
+    for spec in options.imports:
+        _import_setup(spec)
+    name = options.func
+    if not ex.has_function(name):
+        raise CLIError(
+            f"{options.file} has no function {name!r}; its functions are "
+            f"{', '.join(ex.function_names()) or 'none'}"
+        )
+    device = cpu()
+    try:
+        vm = VirtualMachine(ex, device)
+    except FunctionNotFoundError as err:
+        raise CLIError(
+            f"{_one_line(err)}. An executable names the kernels it calls; register them "
+            "before running it, e.g. with --import MODULE:FUNCTION"
+        ) from err
+    params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
+    args, kwargs = _read_inputs(options, params)
+    vm.set_input(name, *args, **kwargs)
+    vm.invoke_stateful(name)
+    result = vm.get_outputs(name)
+    out = sys.stdout
+    print(f"{name}({', '.join(params)}) returned:", file=out)
+    leaves = list(_flatten(result, "output"))
+    for label, value in leaves:
+        print(f"  {label}: {_summary(value)}", file=out)
+    if options.output:
+        _save_outputs(options.output, leaves)
+        print(f"saved the outputs to {options.output}", file=out)
+    if options.repeat:
+        timing = vm.time_evaluator("invoke_stateful", device, number=1, repeat=options.repeat)(name)
+        print(
+            f"time over {options.repeat} runs: mean {_ms(timing.mean)}, median "
+            f"{_ms(timing.median)}, min {_ms(timing.min)}, max {_ms(timing.max)}, "
+            f"std {_ms(timing.std)}",
+            file=out,
+        )
+    return 0
+
+
+def _import_setup(spec: str) -> None:
+    """Import ``module`` or ``module:function`` and call the function (entry-point syntax)."""
+    module_name, _, func_name = spec.partition(":")
+    # The ``relaxvm`` script's sys.path lacks the working directory (``python -m`` has it);
+    # a kernels file next to the executable should import either way.
+    added = os.getcwd() not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise CLIError(f"--import {spec}: cannot import {module_name!r}: {err}") from err
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
+    if func_name:
+        func = getattr(module, func_name, None)
+        if not callable(func):
+            raise CLIError(f"--import {spec}: module {module_name!r} has no function {func_name!r}")
+        func()
+
+
+def _read_inputs(
+    options: argparse.Namespace, params: list[str]
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Positional arrays from .npy files, or positional/keyword arrays from one .npz file."""
+    if not options.npz:
+        return [_load_npy(path) for path in options.inputs], {}
+    path = options.npz
+    loaded = _np_load(path, "an .npz")
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise CLIError(f"--inputs {path}: expected an .npz file (np.savez), got a single array")
+    with loaded:
+        try:
+            arrays = {key: loaded[key] for key in loaded.files}
+        except (ValueError, OSError, EOFError) as err:
+            raise CLIError(f"cannot read {path} as an .npz file: {_one_line(err)}") from err
+    keys = set(arrays)
+    if keys <= set(params):
+        return [], arrays
+    positional = [f"arr_{i}" for i in range(len(arrays))]
+    if keys == set(positional):
+        return [arrays[key] for key in positional], {}
+    unknown = sorted(keys - set(params))
+    raise CLIError(
+        f"{path}: keys {', '.join(unknown)} are not parameters of {options.func} "
+        f"({', '.join(params)}); use parameter names or arr_0, arr_1, ..."
+    )
+
+
+def _load_npy(path: str) -> np.ndarray:
+    value = _np_load(path, "a .npy")
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise CLIError(f"{path} holds several arrays; pass an .npz file with --inputs")
+    return value
+
+
+def _np_load(path: str, kind: str) -> Any:
+    """``np.load`` that never unpickles (an input file is data and must not run code)."""
+    if not os.path.exists(path):
+        raise CLIError(f"no such file: {path}")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise CLIError(f"cannot read {path} as {kind} file: {_one_line(err)}") from err
+
+
+def _flatten(value: Any, label: str) -> Iterator[tuple[str, Any]]:
+    """(label, leaf) pairs of a possibly nested tuple output: ``output[1][0]``."""
+    if isinstance(value, tuple) and not isinstance(value, Shape):
+        for index, item in enumerate(value):
+            yield from _flatten(item, f"{label}[{index}]")
+    else:
+        yield label, value
+
+
+def _summary(value: Any) -> str:
+    if isinstance(value, Tensor):
+        array = value.numpy()
+        text = f"Tensor shape={tuple(array.shape)} dtype={value.dtype}"
+        if array.size and array.dtype.kind in "biuf":
+            numbers = array.astype("float64")
+            text += f" min={numbers.min():.6g} max={numbers.max():.6g} mean={numbers.mean():.6g}"
+        flat = array.reshape(-1)
+        shown = np.array2string(flat[:6], precision=5, separator=", ")
+        return text + f" values={shown[:-1]}{', ...]' if flat.size > 6 else ']'}"
+    if isinstance(value, Shape):
+        return f"Shape{tuple(value)}"
+    if isinstance(value, VMClosure):
+        return f"closure {value.func_name}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _save_outputs(path: str, leaves: list[tuple[str, Any]]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    for label, value in leaves:
+        # output[1][0] -> output_1_0: a valid, predictable .npz key.
+        key = label.replace("][", "_").replace("[", "_").replace("]", "")
+        if isinstance(value, Tensor):
+            arrays[key] = value.numpy()
+        elif isinstance(value, Shape):
+            arrays[key] = np.array(tuple(value), dtype="int64")
+        elif isinstance(value, bool | int | float | np.generic):
+            arrays[key] = np.asarray(value)
+        else:
+            raise CLIError(
+                f"--output: {label} is a {type(value).__name__}, which an .npz file cannot hold"
+            )
+    # Keys are output_* so none can collide with savez's own allow_pickle keyword (numpy >= 2.1),
+    # which is what the stubs' complaint is about; numpy 1.x has no such keyword to pass.
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.4f} ms"
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m relaxvm.cli
+    sys.exit(main())

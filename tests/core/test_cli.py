@@ -1,0 +1,354 @@
+"""The ``relaxvm`` command line: demo, plugins, inspect and run, and its error contract
+(one line on stderr, exit status 1, never a traceback)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import relaxvm
+from relaxvm import cli, demo
+from relaxvm.testing import FakeEntryPoint, installed_entry_points, isolated_plugins
+
+_HAS_FORMAT = Path(relaxvm.__file__).with_name("executable_format.py").exists()
+needs_format = pytest.mark.skipif(
+    not _HAS_FORMAT, reason="Executable.save/load (executable_format.py) is not written yet"
+)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def assert_one_line_error(status: int, err: str, pattern: str) -> None:
+    assert status == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert pattern in lines[0], lines[0]
+
+
+@pytest.fixture
+def demo_file(tmp_path: Path) -> Path:
+    demo.register_kernels()
+    path = tmp_path / "demo.rvm"
+    demo.build_executable().save(path)
+    return path
+
+
+@pytest.fixture
+def tuple_file(tmp_path: Path) -> Path:
+    """main(x, y) = (x, (shape_of(y), y)): only builtins, nested tuple output."""
+    ib = relaxvm.ExecBuilder()
+    with ib.function("main", num_inputs=2, param_names=["x", "y"]):
+        ib.emit_call("vm.builtin.shape_of", args=[ib.r(1)], dst=ib.r(2))
+        ib.emit_call("vm.builtin.make_tuple", args=[ib.r(2), ib.r(1)], dst=ib.r(3))
+        ib.emit_call("vm.builtin.make_tuple", args=[ib.r(0), ib.r(3)], dst=ib.r(4))
+        ib.emit_ret(ib.r(4))
+    path = tmp_path / "tuple.rvm"
+    ib.get().save(path)
+    return path
+
+
+# -- demo --------------------------------------------------------------------------------------
+@needs_format
+def test_demo_passes_and_prints_the_program(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "demo")
+    assert status == 0
+    assert out.rstrip().endswith("PASS")
+    assert "@main:" in out and "call  demo.linear_relu" in out
+    assert "as_text() identical after the round trip: yes" in out
+    assert "n=5: y (5, 3) matches numpy" in out and "n=2: y (2, 3) matches numpy" in out
+    assert "bad input x: (2, 9) rejected" in out
+
+
+@needs_format
+def test_demo_reports_fail_and_exits_1_on_mismatch(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "reference", lambda x, w, b: np.maximum(x @ w + b, 0) + 1)
+    status, out, _ = run_cli(capsys, "demo", "--no-text")
+    assert status == 1
+    assert out.rstrip().endswith("FAIL")
+    assert "DOES NOT match numpy" in out
+    assert "@main:" not in out
+
+
+@needs_format
+def test_demo_save_keeps_a_loadable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "kept.rvm"
+    status, out, _ = run_cli(capsys, "demo", "--no-text", "--save", str(path))
+    assert status == 0
+    assert f"to {path}; loaded it back" in out
+    assert relaxvm.Executable.load(path).as_text() == demo.build_executable().as_text()
+
+
+# -- plugins -----------------------------------------------------------------------------------
+def test_plugins_lists_status_module_distribution_and_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blocked = FakeEntryPoint("zz_blocked", value="nowhere.plugin")
+    with isolated_plugins(
+        [*installed_entry_points(), blocked], env={"RELAXVM_DISABLE_PLUGINS": "zz_blocked"}
+    ):
+        expected = len(
+            next(p for p in relaxvm.plugins.plugin_report() if p.name == "builtins").registered
+        )
+        status, out, _ = run_cli(capsys, "plugins")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "RELAXVM_DISABLE_PLUGINS=zz_blocked"
+    assert lines[1].split() == ["NAME", "STATUS", "FUNCTIONS", "MODULE", "DISTRIBUTION"]
+    rows = {line.split()[0]: line.split() for line in lines[2:]}
+    assert rows["builtins"] == [
+        "builtins", "loaded", str(expected), "relaxvm_builtins.plugin", "relaxvm"
+    ]  # fmt: skip
+    assert rows["zz_blocked"][:4] == ["zz_blocked", "blocked", "-", "nowhere.plugin"]
+
+
+def test_plugins_functions_lists_each_function_with_its_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with isolated_plugins():
+        relaxvm.register_func("cli_test.user_func", lambda: None)
+        status, out, _ = run_cli(capsys, "plugins", "--functions")
+    assert status == 0
+    sources = {}
+    for line in out.split("\n\n", 1)[1].splitlines()[1:]:
+        name, source = line.split(None, 1)
+        sources[name] = source
+    assert sources["device_api.cpu"] == "plugin 'builtins'"
+    assert sources["cli_test.user_func"].startswith("user code (")
+
+
+def test_plugins_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with isolated_plugins(load=False, env={"RELAXVM_DISABLE_PLUGINS": "builtins"}):
+        status, _, err = run_cli(capsys, "plugins")
+    assert_one_line_error(status, err, "essential relaxvm plugin 'builtins'")
+
+
+# -- inspect -----------------------------------------------------------------------------------
+@needs_format
+def test_inspect_text_python_and_stats(capsys: pytest.CaptureFixture[str], demo_file: Path) -> None:
+    ex = relaxvm.Executable.load(demo_file)
+    status, out, _ = run_cli(capsys, "inspect", str(demo_file))
+    assert status == 0 and out.rstrip("\n") == ex.as_text().rstrip("\n")
+    status, out, _ = run_cli(capsys, "inspect", str(demo_file), "--text")
+    assert status == 0 and out.rstrip("\n") == ex.as_text().rstrip("\n")
+    status, out, _ = run_cli(capsys, "inspect", str(demo_file), "--stats")
+    assert status == 0 and out.rstrip("\n") == ex.stats().rstrip("\n")
+    status, out, _ = run_cli(capsys, "inspect", str(demo_file), "--python")
+    assert status == 0 and out.rstrip("\n") == ex.as_python().rstrip("\n")
+    compile(out, "as_python", "exec")  # valid Python
+
+
+def test_inspect_rejects_two_views(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["inspect", str(tmp_path / "x.rvm"), "--text", "--stats"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@needs_format
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file: "),
+        ("dir", "is a directory"),
+        (b"", "cannot load executable"),
+        (b"\x7fELF" + bytes(60), "cannot load executable"),
+    ],
+)
+def test_inspect_bad_files_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | str | None, message: str
+) -> None:
+    path = tmp_path / "bad.rvm"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        assert isinstance(content, bytes)
+        path.write_bytes(content)
+    status, out, err = run_cli(capsys, "inspect", str(path))
+    assert out == ""
+    assert_one_line_error(status, err, message)
+    assert err.startswith("relaxvm inspect: error: ")
+
+
+@needs_format
+def test_inspect_truncated_file(capsys: pytest.CaptureFixture[str], demo_file: Path) -> None:
+    data = demo_file.read_bytes()
+    demo_file.write_bytes(data[: len(data) // 2])
+    status, _, err = run_cli(capsys, "inspect", str(demo_file), "--stats")
+    assert_one_line_error(status, err, "cannot load executable")
+
+
+# -- run ---------------------------------------------------------------------------------------
+@needs_format
+def test_run_npz_by_parameter_name_matches_numpy(
+    capsys: pytest.CaptureFixture[str], demo_file: Path, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 8)).astype("float32")
+    w = rng.standard_normal((8, 3)).astype("float32")
+    b = rng.standard_normal(3).astype("float32")
+    np.savez(tmp_path / "in.npz", b=b, x=x, w=w)  # order differs from the parameters
+    out_path = tmp_path / "out.npz"
+    status, out, err = run_cli(
+        capsys, "run", str(demo_file), "--inputs", str(tmp_path / "in.npz"),
+        "--output", str(out_path), "--import", "relaxvm.demo:register_kernels",
+    )  # fmt: skip
+    assert status == 0, err
+    expected = demo.reference(x, w, b)
+    assert "main(x, w, b) returned:" in out
+    assert "output: Tensor shape=(4, 3) dtype=float32" in out
+    assert f"max={expected.max():.6g}" in out
+    with np.load(out_path) as saved:
+        assert saved.files == ["output"]
+        np.testing.assert_allclose(saved["output"], expected, rtol=1e-6)
+
+
+@needs_format
+def test_run_positional_npy_and_npz_arr_n_and_repeat(
+    capsys: pytest.CaptureFixture[str], tuple_file: Path, tmp_path: Path
+) -> None:
+    x = np.arange(6, dtype="int32").reshape(2, 3)
+    y = np.linspace(0, 1, 4).astype("float64")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    status, out, _ = run_cli(
+        capsys, "run", str(tuple_file), str(tmp_path / "x.npy"), str(tmp_path / "y.npy"),
+        "--repeat", "3", "--output", str(tmp_path / "o.npz"),
+    )  # fmt: skip
+    assert status == 0
+    assert "output[0]: Tensor shape=(2, 3) dtype=int32 min=0 max=5 mean=2.5" in out
+    assert "output[1][0]: Shape(4,)" in out
+    assert "output[1][1]: Tensor shape=(4,) dtype=float64" in out
+    assert "time over 3 runs: mean" in out
+    with np.load(tmp_path / "o.npz") as saved:
+        np.testing.assert_array_equal(saved["output_0"], x)
+        np.testing.assert_array_equal(saved["output_1_0"], [4])
+        np.testing.assert_array_equal(saved["output_1_1"], y)
+
+    np.savez(tmp_path / "pos.npz", x, y)  # keys arr_0, arr_1: positional
+    status, out, _ = run_cli(capsys, "run", str(tuple_file), "--inputs", str(tmp_path / "pos.npz"))
+    assert status == 0
+    assert "output[1][0]: Shape(4,)" in out
+
+
+@needs_format
+def test_run_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], tuple_file: Path, demo_file: Path, tmp_path: Path
+) -> None:
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros(2, "float32"))
+    cases = [
+        (["run", str(tmp_path / "missing.rvm")], "no such file: "),
+        (
+            ["run", str(tuple_file), "--func", "nope"],
+            "has no function 'nope'; its functions are main",
+        ),
+        (["run", str(tuple_file), str(x)], "takes 2 (x, y), got 1"),
+        (["run", str(tuple_file), str(x), str(tmp_path / "y.npy")], "no such file: "),
+        (["run", str(tuple_file), str(x), "--inputs", str(x)], "not both"),
+        (["run", str(tuple_file), "--inputs", str(x)], "expected an .npz file (np.savez)"),
+        (["run", str(tuple_file), "--repeat", "-1"], "--repeat must be >= 0"),
+        (["run", str(tuple_file), "--import", "no_such_module_xyz"], "cannot import"),
+        (["run", str(tuple_file), "--import", "relaxvm.demo:nope"], "has no function 'nope'"),
+    ]
+    for argv, message in cases:
+        status, _, err = run_cli(capsys, *argv)
+        assert_one_line_error(status, err, message)
+
+    np.savez(tmp_path / "keys.npz", x=np.zeros(2), z=np.zeros(2))
+    status, _, err = run_cli(capsys, "run", str(tuple_file), "--inputs", str(tmp_path / "keys.npz"))
+    assert_one_line_error(status, err, "keys z are not parameters of main (x, y)")
+
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    status, _, err = run_cli(capsys, "run", str(tuple_file), str(tmp_path / "obj.npy"), str(x))
+    assert_one_line_error(status, err, "cannot read")
+
+
+@needs_format
+def test_run_imports_kernels_from_the_working_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cli_test_kernels.py").write_text(
+        "import relaxvm\n\n\n"
+        "def setup():\n"
+        "    relaxvm.register_func('cli_test.double', lambda t: relaxvm.tensor(t.numpy() * 2))\n"
+    )
+    ib = relaxvm.ExecBuilder()
+    with ib.function("main", num_inputs=1, param_names=["x"]):
+        ib.emit_call("cli_test.double", args=[ib.r(0)], dst=ib.r(1))
+        ib.emit_ret(ib.r(1))
+    ib.get().save(tmp_path / "double.rvm")
+    np.save(tmp_path / "x.npy", np.array([1.5, -2.0], "float32"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "cli_test_kernels", raising=False)
+    with isolated_plugins():
+        status, out, err = run_cli(
+            capsys, "run", "double.rvm", "x.npy", "--import", "cli_test_kernels:setup"
+        )
+    sys.modules.pop("cli_test_kernels", None)
+    assert status == 0, err
+    assert "output: Tensor shape=(2,) dtype=float32 min=-4 max=3 mean=-0.5" in out
+    assert str(tmp_path) not in sys.path
+
+
+@needs_format
+def test_run_missing_kernel_suggests_import(
+    capsys: pytest.CaptureFixture[str], demo_file: Path
+) -> None:
+    with isolated_plugins():  # a fresh registry: the demo kernels are not registered
+        status, _, err = run_cli(capsys, "run", str(demo_file))
+    assert_one_line_error(status, err, "Cannot find PackedFunc demo.output_bytes")
+    assert "--import MODULE:FUNCTION" in err
+
+
+@needs_format
+def test_run_error_inside_the_program_names_the_vm_location(
+    capsys: pytest.CaptureFixture[str], demo_file: Path, tmp_path: Path
+) -> None:
+    np.savez(
+        tmp_path / "bad.npz",
+        x=np.zeros((2, 9), "float32"), w=np.zeros((8, 3), "float32"), b=np.zeros(3, "float32"),
+    )  # fmt: skip
+    status, _, err = run_cli(
+        capsys, "run", str(demo_file), "--inputs", str(tmp_path / "bad.npz"),
+        "--import", "relaxvm.demo:register_kernels",
+    )  # fmt: skip
+    assert_one_line_error(status, err, "shape[1] mismatch to specified constant")
+    if sys.version_info >= (3, 11):  # exception notes need 3.11
+        assert "(in VM function 'main', instruction 4: call vm.builtin.match_shape)" in err
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert "demo" in capsys.readouterr().err
+
+
+def test_traceback_flag_reraises(tmp_path: Path) -> None:
+    with pytest.raises(cli.CLIError, match="no such file"):
+        cli.main(["--traceback", "inspect", str(tmp_path / "missing.rvm")])
+
+
+def test_python_dash_m_error_has_no_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    result = subprocess.run(
+        [sys.executable, "-m", "relaxvm", "inspect", str(tmp_path / "missing.rvm")],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert (
+        result.stderr.strip() == f"relaxvm inspect: error: no such file: {tmp_path / 'missing.rvm'}"
+    )
