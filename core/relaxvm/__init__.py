@@ -6,6 +6,8 @@ registry lookup.
 
 from __future__ import annotations
 
+import os
+
 from . import errors
 from .bytecode import Arg, ArgKind, Opcode
 from .closure import VMClosure
@@ -29,6 +31,20 @@ from .runtime import (
 from .vm import BenchmarkResult, VirtualMachine, VMInstrumentReturnKind
 
 __version__ = "0.1.0"
+
+
+def load_module(path: str | os.PathLike[str]) -> Executable:
+    """Load a file written by :meth:`Executable.export_library` (or :meth:`Executable.save`).
+
+    Loading reads data only: nothing from the file is imported or executed.
+
+    Raises
+    ------
+    ExecutableFormatError
+        The file is missing, corrupt, truncated, foreign or of another format version.
+    """
+    return Executable.load(path)
+
 
 __all__ = [
     "Arg",
@@ -58,6 +74,7 @@ __all__ = [
     "get_global_func",
     "hookimpl",
     "list_global_func_names",
+    "load_module",
     "register_func",
     "remove_global_func",
     "tensor",

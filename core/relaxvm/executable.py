@@ -23,7 +23,7 @@ from .bytecode import (
     Opcode,
     decode_arg,
 )
-from .errors import BytecodeError
+from .errors import BytecodeError, ExecutableFormatError
 from .runtime import DataType, Module, Shape, Tensor
 
 __all__ = ["Executable", "VMFuncInfo", "VMFuncKind"]
@@ -181,6 +181,28 @@ class Executable(Module):
 
         return load_file(path)
 
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write everything needed to run this executable into one file, for
+        :func:`relaxvm.load_module`.
+
+        Today that is the program itself (the format of :meth:`save`). Kernel libraries the
+        executable imports join the file once their target can serialize them; until then an
+        executable with imports is refused rather than written without its kernels.
+
+        Raises
+        ------
+        ExecutableFormatError
+            The executable imports modules that cannot be serialized.
+        """
+        if self.imports:
+            names = ", ".join(repr(m.name) for m in self.imports)
+            raise ExecutableFormatError(
+                f"export_library: this executable imports {names}, and no installed target "
+                "can serialize those modules yet; save() writes the program alone (its "
+                "callees must then be registered before the VM is built)"
+            )
+        self.save(path)
+
     def __repr__(self) -> str:
         return (
             f"<Executable: {len(self.function_names())} functions, "
@@ -314,12 +336,15 @@ def _decode_one(
             f"{where}: {what} register {reg} is out of range (register file size {size})"
         )
 
-    def jump(offset: int, minimum: int) -> int:
+    def jump(offset: int, forward_only: bool) -> int:
+        # Goto may jump either way (never 0); If's false branch is always ahead (> 1), as in TVM.
         target = pc + offset
-        if abs(offset) < minimum or not info.start_instr <= target < info.end_instr:
+        bad_offset = offset <= 1 if forward_only else offset == 0
+        if bad_offset or not info.start_instr <= target < info.end_instr:
+            rule = "an If offset must be > 1" if forward_only else "a Goto offset must not be 0"
             raise BytecodeError(
                 f"{where}: jump offset {offset} is invalid (target {target} must be inside "
-                f"[{info.start_instr}, {info.end_instr}) and |offset| >= {minimum})"
+                f"[{info.start_instr}, {info.end_instr}); {rule})"
             )
         return offset
 
@@ -367,6 +392,6 @@ def _decode_one(
     if opcode is Opcode.RET:
         return Instruction(opcode, register(words[1], "result", allow_vm=False, allow_void=True))
     if opcode is Opcode.GOTO:
-        return Instruction(opcode, offset=jump(words[1], 1))
+        return Instruction(opcode, offset=jump(words[1], forward_only=False))
     cond = register(words[1], "condition", allow_vm=False, allow_void=False)
-    return Instruction(opcode, cond, offset=jump(words[2], 2))
+    return Instruction(opcode, cond, offset=jump(words[2], forward_only=True))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from relaxvm.errors import VMTypeError, VMValueError
+from relaxvm.errors import VMIndexError, VMTypeError, VMValueError
 from relaxvm.runtime import DataTypeCode, Shape, Tensor
 
 from ._table import builtin
@@ -44,7 +44,7 @@ def tuple_getitem(tup: tuple[Any, ...], index: int) -> Any:
     ------
     VMTypeError
         ``tup`` is not a tuple (a Shape is not a Relax tuple), or ``index`` is not an int.
-    VMValueError
+    VMIndexError
         ``index`` is out of range.
     """
     if type(tup) is tuple:
@@ -61,7 +61,7 @@ def _tuple_getitem_checked(tup: Any, index: Any) -> Any:
     if type(index) is not int:
         raise VMTypeError(f"vm.builtin.tuple_getitem: index must be an int, got {type_name(index)}")
     if not 0 <= index < len(tup):
-        raise VMValueError(
+        raise VMIndexError(
             f"vm.builtin.tuple_getitem: index {index} is out of range for a Tuple with "
             f"{len(tup)} elements"
         )

@@ -11,7 +11,7 @@ import pytest
 
 import relaxvm
 from relaxvm import Shape
-from relaxvm.errors import VMTypeError, VMValueError
+from relaxvm.errors import VMIndexError, VMTypeError, VMValueError
 
 Lookup = Callable[[str], Callable[..., Any]]
 
@@ -37,7 +37,7 @@ def test_make_tuple_and_tuple_getitem(builtin: Lookup) -> None:
 def test_tuple_getitem_errors(builtin: Lookup) -> None:
     getitem = builtin("tuple_getitem")
     with pytest.raises(
-        VMValueError, match=r"tuple_getitem: index 3 is out of range for a Tuple with 3 elements"
+        VMIndexError, match=r"tuple_getitem: index 3 is out of range for a Tuple with 3 elements"
     ):
         getitem((1, 2, 3), 3)
     with pytest.raises(VMTypeError, match=r"tuple_getitem: expect a Tuple but get Shape"):

@@ -249,3 +249,17 @@ def test_executable_validator_table_errors():
             [],
             [],
         )
+
+
+def test_validator_rejects_backward_if():
+    ib = ExecBuilder()
+    with ib.function("main", num_inputs=1):
+        ib.emit_call("f", args=[ib.r(0)], dst=ib.r(1))
+        ib.emit_if(ib.r(1), 2)
+        ib.emit_ret(ib.r(1))
+        ib.emit_ret(ib.r(0))
+    ex = ib.get()
+    data = list(ex.instr_data)
+    data[ex.instr_offset[1] + 2] = -1
+    with pytest.raises(BytecodeError, match="jump offset -1 is invalid.*an If offset must be > 1"):
+        Executable(ex.func_table, ex.constants, ex.instr_offset, data)

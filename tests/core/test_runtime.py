@@ -274,3 +274,11 @@ def test_module_functions_and_imports():
         host["missing"]
     with pytest.raises(TypeError, match="expected a Module"):
         host.import_module("not a module")
+
+
+def test_tensor_zero_d_copyfrom_and_big_endian_input():
+    t = relaxvm.empty((), "float32")
+    t.copyfrom(np.float32(4.5))
+    assert t.numpy() == np.float32(4.5)
+    big_endian = np.arange(4, dtype=">i4")
+    np.testing.assert_array_equal(relaxvm.tensor(big_endian).numpy(), [0, 1, 2, 3])

@@ -420,3 +420,31 @@ def test_save_function_and_time_evaluator():
     assert result.mean > 0
     with pytest.raises(VMValueError, match="number and repeat must be >= 1"):
         vm.time_evaluator("main", number=0)
+
+
+def test_export_library_and_load_module_give_identical_results(tmp_path):
+    ib = ExecBuilder()
+    with ib.function("main", num_inputs=2):
+        ib.emit_call("test.vm.add", args=[ib.r(0), ib.r(1)], dst=ib.r(2))
+        ib.emit_call("fact", args=[ib.r(2)], dst=ib.r(3))
+        ib.emit_ret(ib.r(3))
+    build_fact(ib)
+    ex = ib.get()
+    path = tmp_path / "model.rvm"
+    ex.export_library(path)
+    loaded = relaxvm.load_module(path)
+    assert loaded.as_text() == ex.as_text()
+    vm, vm2 = VirtualMachine(ex, relaxvm.cpu()), VirtualMachine(loaded, relaxvm.cpu())
+    assert vm["main"](1, 3) == vm2["main"](1, 3) == 24
+
+
+def test_export_library_refuses_unserializable_imports(tmp_path):
+    ib = ExecBuilder()
+    build_fact(ib)
+    ex = ib.get()
+    ex.import_module(relaxvm.Module({"k": lambda: 0}, name="pylib"))
+    with pytest.raises(
+        relaxvm.errors.ExecutableFormatError, match="imports 'pylib'.*can serialize those modules yet"
+    ):
+        ex.export_library(tmp_path / "x.rvm")
+    assert not (tmp_path / "x.rvm").exists()

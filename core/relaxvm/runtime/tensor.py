@@ -103,7 +103,8 @@ class Tensor:
         """
         if isinstance(source, Tensor):
             source = source.numpy()
-        array = np.ascontiguousarray(source, dtype=self.dtype.numpy_dtype())
+        # np.asarray(order="C"), not ascontiguousarray, which turns 0-d arrays into 1-d.
+        array = np.asarray(source, dtype=self.dtype.numpy_dtype(), order="C")
         if array.shape != tuple(self.shape):
             raise VMValueError(
                 f"Tensor.copyfrom: shape {array.shape} does not match the tensor's "
@@ -182,7 +183,7 @@ def tensor(data: Any, device: Device | None = None, dtype: DataType | str | None
     except VMTypeError:
         raise VMTypeError(f"tensor: cannot hold numpy dtype {array.dtype}") from None
     result = empty(array.shape, element_type, device)
-    result.storage.api.copy_from_host(
-        result.storage.buffer, result.byte_offset, np.ascontiguousarray(array)
-    )
+    # Native byte order and C layout: the bytes are copied as they are.
+    native = np.asarray(array, dtype=array.dtype.newbyteorder("="), order="C")
+    result.storage.api.copy_from_host(result.storage.buffer, result.byte_offset, native)
     return result
