@@ -444,7 +444,8 @@ def test_export_library_refuses_unserializable_imports(tmp_path):
     ex = ib.get()
     ex.import_module(relaxvm.Module({"k": lambda: 0}, name="pylib"))
     with pytest.raises(
-        relaxvm.errors.ExecutableFormatError, match="imports 'pylib'.*can serialize those modules yet"
+        relaxvm.errors.ExecutableFormatError,
+        match="imports 'pylib'.*can serialize those modules yet",
     ):
         ex.export_library(tmp_path / "x.rvm")
     assert not (tmp_path / "x.rvm").exists()
