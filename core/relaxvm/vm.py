@@ -1,35 +1,28 @@
 """The virtual machine: loads an executable onto devices and runs its bytecode.
 
-How a function runs
--------------------
-At construction every VM function is turned into a *frame template*: a list laid out as
-
-``[registers 0..N-1 | %void | discard | %vm | constants, immediates and callees this function uses]``
-
-so that every instruction operand, whatever its kind, becomes one list index. Each ``Call``
-becomes a small closure over its callee and operand indices. A call copies the template
-(one C-level list copy), writes the arguments into registers ``0..num_args-1`` and runs the
-dispatch loop over the four opcodes. Nothing in the file is executed as code: the closures are
-built by fixed factory functions from validated operand indices.
+Construction resolves every callee once (the executable's imports first, then the global
+registry) and prepares each VM function for the dispatch loop (see :mod:`relaxvm._frames`:
+operands become indices into a per-function frame template, calls become bound closures). A
+call copies the template, writes the arguments into registers ``0..num_args-1`` and runs the
+loop over the four opcodes in :meth:`VirtualMachine._run`.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
-from enum import IntEnum
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from . import registry
-from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
+from ._frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
+from .bytecode import Opcode
 from .closure import VMClosure
 from .errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
-from .executable import Executable, VMFuncInfo, VMFuncKind
+from .executable import Executable, VMFuncKind
 from .runtime import Allocator, DataType, Device, Shape, Tensor, cpu, tensor
+from .runtime.benchmark import BenchmarkResult
 from .runtime.memory import AllocatorType, get_allocator
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
@@ -37,46 +30,6 @@ __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
 _CPU_DEVICE_TYPE = 1
 # Notes added to an exception as it unwinds through VM frames; deeper frames are elided.
 _MAX_TRACE_NOTES = 8
-
-
-class VMInstrumentReturnKind(IntEnum):
-    """What an instrument callback asks for before a call."""
-
-    NO_OP = 0
-    SKIP_RUN = 1
-
-
-class _Function:
-    """A VM function prepared for running."""
-
-    __slots__ = (
-        "closure",
-        "code",
-        "info",
-        "invoke",
-        "name",
-        "num_args",
-        "operands",
-        "param_names",
-        "template",
-    )
-
-    def __init__(self, info: VMFuncInfo) -> None:
-        self.info = info
-        self.name = info.name
-        self.num_args = info.num_args
-        self.param_names = list(info.param_names)
-        self.template: list[Any] = []
-        # Per instruction: (opcode, a, b) for the dispatch loop.
-        self.code: list[tuple[int, Any, Any]] = []
-        # Per Call instruction (by pc): (callee, symbol, operand slots), for instrumented runs.
-        self.operands: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
-        self.invoke: Callable[..., Any] = _unset
-        self.closure: VMClosure | None = None
-
-
-def _unset(*args: Any) -> Any:  # pragma: no cover - replaced during construction
-    raise VMError("VM function used before the VM finished loading")
 
 
 class VirtualMachine:
@@ -127,7 +80,7 @@ class VirtualMachine:
         self.devices: list[Device] = _setup_devices(device)
         self.allocators: list[Allocator] = _setup_allocators(self.devices, memory_cfg)
         self._constants = [self._place_constant(c) for c in rt_mod.constants]
-        self._functions: dict[str, _Function] = {}
+        self._functions: dict[str, PreparedFunction] = {}
         # _pool: what a function index means as a value (VMClosure for Relax functions);
         # _direct: what a Call instruction invokes (the closure's invoker, without the ctx).
         self._pool: list[Any] = []
@@ -160,7 +113,7 @@ class VirtualMachine:
                 pool.append(func)
                 direct.append(func)  # type: ignore[arg-type]
                 continue
-            fn = _Function(info)
+            fn = PreparedFunction(info)
             self._functions[info.name] = fn
             if info.kind is VMFuncKind.VM_FUNC:
                 fn.invoke = self._make_invoker(fn)
@@ -180,9 +133,9 @@ class VirtualMachine:
     def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
         for fn in self._functions.values():
             if fn.info.kind is VMFuncKind.VM_FUNC:
-                _compile(fn, self, instrument)
+                prepare(fn, self, instrument)
 
-    def _make_invoker(self, fn: _Function) -> Callable[..., Any]:
+    def _make_invoker(self, fn: PreparedFunction) -> Callable[..., Any]:
         run = self._run
 
         def invoke(*args: Any) -> Any:
@@ -190,14 +143,14 @@ class VirtualMachine:
 
         return invoke
 
-    def _make_tir_invoker(self, fn: _Function, missing: list[str]) -> Callable[..., Any]:
+    def _make_tir_invoker(self, fn: PreparedFunction, missing: list[str]) -> Callable[..., Any]:
         # Compiled mode: the executable's imports provide "__vmtir__<name>", called as
         # impl(vm, registers, constants, function_pool); the result lands in register num_args.
         symbol = "__vmtir__" + fn.name
         impl = _find_import(self.executable, symbol)
         if impl is None:
             missing.append(symbol)
-            return _unset
+            return not_ready
         size = fn.info.register_file_size
         num_args = fn.num_args
 
@@ -211,7 +164,7 @@ class VirtualMachine:
         return invoke
 
     # -- the dispatch loop --------------------------------------------------------------
-    def _run(self, fn: _Function, args: tuple[Any, ...]) -> Any:
+    def _run(self, fn: PreparedFunction, args: tuple[Any, ...]) -> Any:
         if len(args) != fn.num_args:
             raise VMError(_arity_message(fn, len(args)))
         regs = fn.template.copy()
@@ -262,7 +215,7 @@ class VirtualMachine:
         self._entries[name] = entry
         return entry
 
-    def _make_entry(self, fn: _Function) -> Callable[..., Any]:
+    def _make_entry(self, fn: PreparedFunction) -> Callable[..., Any]:
         invoke = fn.invoke
         device = self.devices[0]
 
@@ -308,7 +261,7 @@ class VirtualMachine:
             raise VMValueError(f"Invalid index for {func_name} ({index} out of {fn.num_args})")
         return fn.param_names[index]
 
-    def _function(self, func_name: str) -> _Function:
+    def _function(self, func_name: str) -> PreparedFunction:
         fn = self._functions.get(func_name)
         if fn is None:
             raise VMValueError(f"Unknown function: {func_name}")
@@ -462,25 +415,6 @@ class VirtualMachine:
         return f"<VirtualMachine on {self.devices}: {', '.join(self._functions)}>"
 
 
-class BenchmarkResult:
-    """Timing of repeated runs: ``results`` holds seconds per call for each repeat."""
-
-    def __init__(self, results: Sequence[float]) -> None:
-        self.results = tuple(results)
-        self.mean = statistics.fmean(self.results)
-        self.median = statistics.median(self.results)
-        self.std = statistics.pstdev(self.results) if len(self.results) > 1 else 0.0
-        self.min = min(self.results)
-        self.max = max(self.results)
-
-    def __repr__(self) -> str:
-        return (
-            f"BenchmarkResult(min={self.min * 1e6:.3f}us, mean={self.mean * 1e6:.3f}us, "
-            f"median={self.median * 1e6:.3f}us, max={self.max * 1e6:.3f}us, "
-            f"std={self.std * 1e6:.3f}us, repeats={len(self.results)})"
-        )
-
-
 # -- construction helpers -------------------------------------------------------------------
 def _setup_devices(device: Device | Sequence[Device]) -> list[Device]:
     if isinstance(device, Device):
@@ -557,14 +491,14 @@ def _missing_message(missing: list[str]) -> str:
     return "; ".join(parts) + f" (plugins loaded: {', '.join(loaded) or 'none'})"
 
 
-def _arity_message(fn: _Function, given: int) -> str:
+def _arity_message(fn: PreparedFunction, given: int) -> str:
     return (
         f"Invoking function {fn.name} expects {fn.num_args} arguments "
         f"({', '.join(fn.param_names)}), but {given} arguments were provided."
     )
 
 
-def _condition(value: Any, fn: _Function, pc: int) -> bool:
+def _condition(value: Any, fn: PreparedFunction, pc: int) -> bool:
     if isinstance(value, int | np.integer | np.bool_):
         return bool(value)
     raise VMTypeError(
@@ -574,7 +508,7 @@ def _condition(value: Any, fn: _Function, pc: int) -> bool:
     )
 
 
-def _add_trace_note(err: BaseException, fn: _Function, pc: int, ex: Executable) -> None:
+def _add_trace_note(err: BaseException, fn: PreparedFunction, pc: int, ex: Executable) -> None:
     add_note = getattr(err, "add_note", None)
     if add_note is None:  # Python 3.10
         return
@@ -613,132 +547,3 @@ def _convert(value: Any, device: Device, where: str) -> Any:
     if isinstance(value, float | np.floating | np.integer):
         return tensor(np.array(value, dtype="float32"), device)
     raise VMTypeError(f"{where}: cannot convert a {type(value).__name__} into a VM value")
-
-
-# -- turning instructions into the dispatch form --------------------------------------------
-def _compile(fn: _Function, vm: VirtualMachine, instrument: Callable[..., Any] | None) -> None:
-    """Build ``fn.template`` and ``fn.code`` from the validated instructions."""
-    ex, pool, constants = vm.executable, vm._pool, vm._constants
-    info = fn.info
-    size = info.register_file_size
-    void_slot, discard_slot, vm_slot = size, size + 1, size + 2
-    template: list[Any] = [None] * size + [None, None, vm]
-    extra: dict[tuple[int, int], int] = {}
-
-    def slot(kind: int, value: int) -> int:
-        if kind == ArgKind.REGISTER:
-            if value == VOID_REGISTER:
-                return void_slot
-            if value == VM_REGISTER:
-                return vm_slot
-            return value
-        key = (kind, value)
-        index = extra.get(key)
-        if index is None:
-            if kind == ArgKind.IMMEDIATE:
-                item: Any = value
-            elif kind == ArgKind.CONST_IDX:
-                item = constants[value]
-            else:
-                item = pool[value]
-            index = extra[key] = len(template)
-            template.append(item)
-        return index
-
-    code: list[tuple[int, Any, Any]] = []
-    fn.operands = {}
-    for pc in range(info.start_instr, info.end_instr):
-        ins: Instruction = ex.instructions[pc]
-        if ins.opcode is Opcode.CALL:
-            callee_info = ex.func_table[ins.func_idx]
-            entry = pool[ins.func_idx]
-            callee = vm._direct[ins.func_idx]
-            slots = tuple(slot(k, v) for k, v in ins.args)
-            dst = discard_slot if ins.reg == VOID_REGISTER else ins.reg
-            local_pc = pc - info.start_instr
-            fn.operands[local_pc] = (entry, callee_info.name, slots)
-            if instrument is None:
-                bound = _bind_call(callee, slots, template, size)
-            else:
-                bound = _bind_instrumented(callee, entry, callee_info.name, slots, instrument)
-            code.append((1, dst, bound))
-        elif ins.opcode is Opcode.RET:
-            code.append((2, void_slot if ins.reg == VOID_REGISTER else ins.reg, None))
-        elif ins.opcode is Opcode.GOTO:
-            code.append((3, ins.offset, None))
-        else:
-            code.append((4, ins.reg, ins.offset))
-    fn.template = template
-    fn.code = code
-
-
-def _bind_call(
-    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
-) -> Callable[[list[Any]], Any]:
-    """A closure calling ``f`` with the register-file entries at ``slots``.
-
-    Slots at or above ``size`` hold values fixed for the VM's lifetime (``%vm``, ``%void``,
-    immediates, constants, callees). Short calls read every slot from the frame; long calls
-    (``match_shape``, ``make_shape``: a few registers and a tail of immediates) bind their
-    fixed values once, as tuples spliced around the register reads.
-    """
-    n = len(slots)
-    if n == 0:
-        return lambda regs: f()
-    if n == 1:
-        (a,) = slots
-        return lambda regs: f(regs[a])
-    if n == 2:
-        a, b = slots
-        return lambda regs: f(regs[a], regs[b])
-    if n == 3:
-        a, b, c = slots
-        return lambda regs: f(regs[a], regs[b], regs[c])
-    if n == 4:
-        a, b, c, d = slots
-        return lambda regs: f(regs[a], regs[b], regs[c], regs[d])
-    registers = [i for i, s in enumerate(slots) if s < size]
-    # Split the argument list at each register: fixed runs become tuples bound now.
-    runs: list[tuple[Any, ...]] = []
-    start = 0
-    for position in registers:
-        runs.append(tuple(template[s] for s in slots[start:position]))
-        start = position + 1
-    runs.append(tuple(template[s] for s in slots[start:]))
-    reg = [slots[i] for i in registers]
-    if len(reg) == 0:
-        (t0,) = runs
-        return lambda regs: f(*t0)
-    if len(reg) == 1:
-        (r0,), (t0, t1) = reg, runs
-        return lambda regs: f(*t0, regs[r0], *t1)
-    if len(reg) == 2:
-        (r0, r1), (t0, t1, t2) = reg, runs
-        return lambda regs: f(*t0, regs[r0], *t1, regs[r1], *t2)
-    if len(reg) == 3:
-        (r0, r1, r2), (t0, t1, t2, t3) = reg, runs
-        return lambda regs: f(*t0, regs[r0], *t1, regs[r1], *t2, regs[r2], *t3)
-    get = itemgetter(*slots)
-    return lambda regs: f(*get(regs))
-
-
-def _bind_instrumented(
-    f: Callable[..., Any],
-    func_value: Any,
-    symbol: str,
-    slots: tuple[int, ...],
-    instrument: Callable[..., Any],
-) -> Callable[[list[Any]], Any]:
-    skip = int(VMInstrumentReturnKind.SKIP_RUN)
-
-    def call(regs: list[Any]) -> Any:
-        args = [regs[i] for i in slots]
-        shown = [str(a) if isinstance(a, DataType) else a for a in args]
-        decision = instrument(func_value, symbol, True, None, *shown)
-        if decision is not None and decision == skip:
-            return None
-        result = f(*args)
-        instrument(func_value, symbol, False, result, *shown)
-        return result
-
-    return call
