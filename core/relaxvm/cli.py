@@ -50,7 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         The arguments after the program name (``sys.argv[1:]`` by default).
     """
     parser = _build_parser()
-    options = parser.parse_args(argv)
+    # argparse stops collecting `run`'s .npy positionals at the first option, so files given
+    # after `--func main` come back as extras; they are inputs too.
+    options, extras = parser.parse_known_args(argv)
+    if extras:
+        if options.command == "run" and not any(e.startswith("-") for e in extras):
+            options.inputs = [*options.inputs, *extras]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if options.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -352,3 +352,18 @@ def test_python_dash_m_error_has_no_traceback(tmp_path: Path) -> None:
     assert (
         result.stderr.strip() == f"relaxvm inspect: error: no such file: {tmp_path / 'missing.rvm'}"
     )
+
+
+def test_run_accepts_inputs_after_options(tmp_path, capsys):
+    ib = relaxvm.ExecBuilder()
+    with ib.function("main", num_inputs=1, param_names=["x"]):
+        ib.emit_call("vm.builtin.shape_of", args=[ib.r(0)], dst=ib.r(1))
+        ib.emit_ret(ib.r(1))
+    path = tmp_path / "shape.rvm"
+    ib.get().save(path)
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((2, 3), "float32"))
+    assert cli.main(["run", str(path), "--func", "main", str(x)]) == 0
+    assert "Shape(2, 3)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["run", str(path), "--bogus"])
