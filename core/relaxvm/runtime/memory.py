@@ -5,7 +5,7 @@ manager that owns one allocator per ``(device, allocator type)``."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -50,7 +50,6 @@ class AllocatorStats:
     bytes_in_use: int = 0
     peak_bytes_in_use: int = 0
     bytes_pooled: int = 0
-    by_size: dict[int, int] = field(default_factory=dict)
 
 
 class Storage:
@@ -117,7 +116,9 @@ class Allocator:
         self.device = device
         self.api = device.api
         self.stats = AllocatorStats()
-        self._lock = threading.Lock()
+        # Re-entrant: a Storage freed by garbage collection inside alloc() releases into the
+        # same allocator on the same thread.
+        self._lock = threading.RLock()
 
     def alloc(
         self,
@@ -135,7 +136,13 @@ class Allocator:
         VMError
             The device is out of memory.
         """
-        if not isinstance(nbytes, int) or nbytes < 0:
+        if type(nbytes) is not int:
+            if not isinstance(nbytes, int) or isinstance(nbytes, bool):
+                raise VMValueError(
+                    f"alloc_storage: size must be a non-negative int, got {nbytes!r}"
+                )
+            nbytes = int(nbytes)
+        if nbytes < 0:
             raise VMValueError(f"alloc_storage: size must be a non-negative int, got {nbytes!r}")
         if scope != "global":
             raise VMValueError(
@@ -143,13 +150,13 @@ class Allocator:
                 "(only 'global')"
             )
         size = self._round(nbytes)
-        buffer, pointer = self._take(size, alignment)
         with self._lock:
+            buffer, pointer = self._take(size, alignment)
             stats = self.stats
             stats.allocations += 1
-            stats.bytes_in_use += size
-            stats.peak_bytes_in_use = max(stats.peak_bytes_in_use, stats.bytes_in_use)
-            stats.by_size[size] = stats.by_size.get(size, 0) + 1
+            in_use = stats.bytes_in_use = stats.bytes_in_use + size
+            if in_use > stats.peak_bytes_in_use:
+                stats.peak_bytes_in_use = in_use
         return Storage(buffer, size, self.device, self.api, self, pointer)
 
     def empty(self, shape: Shape | tuple[int, ...], dtype: DataType | str) -> Tensor:
@@ -162,7 +169,7 @@ class Allocator:
         """Give cached memory back to the device (no-op for the naive allocator)."""
 
     def _round(self, nbytes: int) -> int:
-        return max(nbytes, 1)
+        return nbytes or 1
 
     # Buffers travel inside the allocators as (buffer, data pointer) pairs.
     def _device_alloc(self, size: int, alignment: int) -> tuple[Any, int]:
@@ -176,6 +183,7 @@ class Allocator:
         return buffer, self.api.data_ptr(buffer)
 
     def _take(self, size: int, alignment: int) -> tuple[Any, int]:
+        """A block of ``size`` bytes (called with the lock held)."""
         return self._device_alloc(size, alignment)
 
     def _release(self, block: tuple[Any, int], size: int) -> None:
@@ -207,15 +215,14 @@ class PooledAllocator(Allocator):
         self._free: dict[int, list[tuple[Any, int]]] = {}
 
     def _round(self, nbytes: int) -> int:
-        return max((nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE, PAGE_SIZE)
+        return (nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE if nbytes else PAGE_SIZE
 
     def _take(self, size: int, alignment: int) -> tuple[Any, int]:
-        with self._lock:
-            bucket = self._free.get(size)
-            if bucket:
-                self.stats.pool_hits += 1
-                self.stats.bytes_pooled -= size
-                return bucket.pop()
+        bucket = self._free.get(size)
+        if bucket:
+            self.stats.pool_hits += 1
+            self.stats.bytes_pooled -= size
+            return bucket.pop()
         return self._device_alloc(size, alignment)
 
     def _release(self, block: tuple[Any, int], size: int) -> None:
