@@ -7,7 +7,7 @@ The names match TVM's so that a later ``relaxvm.tir`` can re-export them as ``ti
 
 from __future__ import annotations
 
-from . import arith
+from . import arith, relax
 from .arith import Analyzer, ConstIntBound
 from .expr import (
     EQ,
@@ -106,6 +106,7 @@ __all__ = [
     "max_expr",
     "min_expr",
     "post_order_visit",
+    "relax",
     "select",
     "structural_equal",
     "structural_hash",
