@@ -250,4 +250,9 @@ def _eval_node(node: PrimExpr, values: dict[Var, Scalar], memo: dict[int, Scalar
         if is_bool_dtype(node.dtype):
             return bool(result)
         return int(result)
+    # Nodes defined outside this layer (TIR intrinsic calls, BufferLoad) evaluate themselves,
+    # given a function that evaluates a child; they may skip children (if_then_else).
+    custom = getattr(node, "_evaluate", None)
+    if custom is not None:
+        return custom(lambda child: _eval(child, values, memo))  # type: ignore[no-any-return]
     raise VMTypeError(f"evaluate: cannot evaluate a {type(node).__name__} node")

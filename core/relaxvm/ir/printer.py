@@ -95,6 +95,11 @@ def _render(expr: PrimExpr) -> tuple[str, int]:
         return f"not {_wrap(operand, operand[1] < _NOT)}", _NOT
     if isinstance(expr, Cast):
         return f'T.Cast("{expr.dtype}", {_render(expr.value)[0]})', _ATOM
+    # Nodes defined outside this layer (TIR's BufferLoad and intrinsic calls) render
+    # themselves as atoms, given a function that renders their children.
+    custom = getattr(expr, "_script_render", None)
+    if custom is not None:
+        return custom(lambda child: _render(child)[0]), _ATOM
     # A node type added later without printer support still prints something readable.
     return _render_call(f"T.{node_type.__name__}", expr.operands), _ATOM
 
