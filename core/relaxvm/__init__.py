@@ -7,6 +7,7 @@ registry lookup.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from . import errors
 from .bytecode import Arg, ArgKind, Opcode
@@ -31,6 +32,26 @@ from .runtime import (
 from .vm import BenchmarkResult, VirtualMachine, VMInstrumentReturnKind
 
 __version__ = "0.1.0"
+
+
+_LAZY_SUBMODULES = {
+    "ir": "relaxvm.ir",
+    "tir": "relaxvm.ir.tir",
+    "te": "relaxvm.ir.tir.te",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The IR is imported on first use, so that `import relaxvm` for running executables stays
+    # light.
+    module_name = _LAZY_SUBMODULES.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'relaxvm' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name)
+    globals()[name] = module
+    return module
 
 
 def load_module(path: str | os.PathLike[str]) -> Executable:

@@ -59,6 +59,10 @@ from .op import (
 from .printer import expr_to_str
 from .structural import structural_equal, structural_hash
 
+# isort: split
+# Last: the TIR layer imports the names above from this package.
+from . import tir
+
 __all__ = [
     "EQ",
     "GE",
@@ -111,6 +115,7 @@ __all__ = [
     "structural_equal",
     "structural_hash",
     "substitute",
+    "tir",
     "truncdiv",
     "truncmod",
 ]

@@ -1,0 +1,473 @@
+"""A reference interpreter for PrimFuncs: slow, plain Python, and the oracle for codegen tests.
+
+The function is first compiled into nested Python closures (one per node), then run with an
+environment mapping variables to values. Semantics:
+
+* Integer and bool expressions compute with Python ints (exact, no overflow), using the same
+  scalar functions as :func:`relaxvm.ir.evaluate` (``//`` and ``%`` are floor division and
+  modulo; ``truncdiv``/``truncmod`` round toward zero). A zero divisor is an error. A store
+  into an integer buffer narrows the value to the element type, wrapping like hardware.
+* Float expressions compute in numpy scalars of the expression's type, so ``float32`` kernels
+  round like ``float32`` hardware would, not like Python's double precision.
+* Buffers are numpy arrays. Every load and store checks its indices against the buffer's
+  shape and raises naming the buffer and the index; a negative index never wraps around
+  (unlike numpy's indexing).
+* Loops of every kind run serially, in order (parallel, vectorized and thread-bound loops
+  must not depend on their iteration order, so any order is a valid execution).
+* ``Allocate`` creates a fresh array per execution: floats start as NaN and integers as a
+  recognisable pattern, so a read before a write shows up in the results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import VMTypeError, VMValueError
+from ...runtime.dtype import DataType
+from .._scalar import cast_scalar, is_bool_dtype, is_float_dtype, is_int_dtype
+from ..expr import (
+    And,
+    BinaryOpExpr,
+    Cast,
+    CmpExpr,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Mod,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Var,
+)
+from ..expr_functor import evaluate
+from .buffer import Buffer, BufferLoad
+from .function import PrimFunc
+from .intrin import Call
+from .intrin import IfThenElse as IfThenElseCall
+from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+
+__all__ = ["run_prim_func"]
+
+Env = dict[Any, Any]
+ExprFn = Callable[[Env], Any]
+StmtFn = Callable[[Env], None]
+
+#: What uninitialised integer scratch memory holds (0x5A repeated fits any signed width).
+_INT_FILL = 0x5A
+
+
+def run_prim_func(func: PrimFunc, *args: Any) -> None:
+    """Run ``func`` on numpy arrays (buffer parameters) and Python ints (scalar parameters).
+
+    Outputs are written into the given arrays, as the compiled kernel would
+    (destination-passing style).
+
+    Raises
+    ------
+    VMTypeError
+        Wrong number of arguments, or an argument of the wrong kind or dtype.
+    VMValueError
+        A shape mismatch (naming the buffer and dimension), an out-of-bounds access (naming
+        the buffer and index), a division by zero, or an undefined variable.
+    """
+    if not isinstance(func, PrimFunc):
+        raise VMTypeError(f"run_prim_func: expected a PrimFunc, got {type(func).__name__}")
+    name = func.name
+    if len(args) != len(func.params):
+        raise VMTypeError(
+            f"run_prim_func({name}): expected {len(func.params)} arguments "
+            f"({', '.join(p.name for p in func.params)}), got {len(args)}"
+        )
+    env = _bind_arguments(func, args)
+    body = _Compiler(name).stmt(func.body)
+    with np.errstate(all="ignore"):  # inf/NaN arithmetic is data, not an error, as on hardware
+        body(env)
+
+
+# ---- argument binding ------------------------------------------------------------------------
+def _bind_arguments(func: PrimFunc, args: tuple[Any, ...]) -> Env:
+    name = func.name
+    env: Env = {}
+    # Which argument first fixed each symbolic variable, for the mismatch message.
+    origin: dict[Var, str] = {}
+    for param, arg in zip(func.params, args, strict=True):
+        if param in func.buffer_map:
+            continue
+        if isinstance(arg, bool) or not isinstance(arg, (int, np.integer)):
+            raise VMTypeError(
+                f"run_prim_func({name}): scalar parameter {param.name!r} needs an int, "
+                f"got {type(arg).__name__}"
+            )
+        env[param] = int(arg)
+        origin[param] = f"scalar parameter {param.name!r}"
+    buffers = [
+        (func.buffer_map[p], a)
+        for p, a in zip(func.params, args, strict=True)
+        if p in func.buffer_map
+    ]
+    for buffer, arg in buffers:
+        _check_array(name, buffer, arg)
+        for dim, (extent, actual) in enumerate(zip(buffer.shape, arg.shape, strict=True)):
+            if isinstance(extent, Var):
+                where = f"buffer {buffer.name!r} dim {dim}"
+                if extent not in env:
+                    env[extent], origin[extent] = int(actual), where
+                elif env[extent] != actual:
+                    raise VMValueError(
+                        f"run_prim_func({name}): buffer {buffer.name!r} dim {dim}: shape "
+                        f"variable {extent.name!r} is {env[extent]} (from {origin[extent]}) but "
+                        f"the array has {actual} (array shape {arg.shape})"
+                    )
+    # Now every plain variable is known: check the compound extents, strides and offsets.
+    for buffer, arg in buffers:
+        for dim, (extent, actual) in enumerate(zip(buffer.shape, arg.shape, strict=True)):
+            expected = _shape_value(name, buffer, extent, env, f"dim {dim}")
+            if expected != actual:
+                raise VMValueError(
+                    f"run_prim_func({name}): buffer {buffer.name!r} dim {dim} must be "
+                    f"`{extent}` = {expected}, but the array has {actual} "
+                    f"(array shape {arg.shape})"
+                )
+        _check_layout(name, buffer, arg, env)
+        env[buffer.data] = arg
+    return env
+
+
+def _shape_value(name: str, buffer: Buffer, expr: PrimExpr, env: Env, what: str) -> int:
+    try:
+        return int(
+            evaluate(
+                expr, {k: v for k, v in env.items() if isinstance(k, Var) and isinstance(v, int)}
+            )
+        )
+    except VMValueError as err:
+        raise VMValueError(
+            f"run_prim_func({name}): cannot compute {what} of buffer {buffer.name!r} "
+            f"(`{expr}`): {err}"
+        ) from None
+
+
+def _check_array(name: str, buffer: Buffer, arg: Any) -> None:
+    if not isinstance(arg, np.ndarray):
+        raise VMTypeError(
+            f"run_prim_func({name}): buffer {buffer.name!r} needs a numpy array, "
+            f"got {type(arg).__name__}"
+        )
+    if arg.ndim != buffer.ndim:
+        raise VMValueError(
+            f"run_prim_func({name}): buffer {buffer.name!r} is {buffer.ndim}-d but the array "
+            f"has shape {arg.shape} ({arg.ndim}-d)"
+        )
+    if DataType(arg.dtype) != buffer.dtype:
+        raise VMTypeError(
+            f"run_prim_func({name}): buffer {buffer.name!r} holds {buffer.dtype} but the array "
+            f"is {arg.dtype}"
+        )
+
+
+def _check_layout(name: str, buffer: Buffer, arg: np.ndarray, env: Env) -> None:
+    offset = _shape_value(name, buffer, buffer.elem_offset, env, "elem_offset")
+    if offset != 0:
+        raise VMValueError(
+            f"run_prim_func({name}): buffer {buffer.name!r} has elem_offset {offset}; a numpy "
+            "array argument always starts at offset 0"
+        )
+    if not buffer.strides:
+        if not arg.flags.c_contiguous and arg.size > 1:
+            raise VMValueError(
+                f"run_prim_func({name}): buffer {buffer.name!r} is compact (no strides "
+                f"declared) but the array is not C-contiguous (strides {arg.strides} bytes)"
+            )
+        return
+    for dim, stride in enumerate(buffer.strides):
+        expected = _shape_value(name, buffer, stride, env, f"stride {dim}")
+        actual, rest = divmod(arg.strides[dim], arg.itemsize)
+        if rest or (actual != expected and arg.shape[dim] > 1):
+            raise VMValueError(
+                f"run_prim_func({name}): buffer {buffer.name!r} stride {dim} must be "
+                f"{expected} elements, but the array's is {arg.strides[dim] / arg.itemsize}"
+            )
+
+
+# ---- compilation to closures -----------------------------------------------------------------
+def _numpy_type(dtype: DataType, where: str) -> type:
+    try:
+        return dtype.numpy_dtype().type  # type: ignore[no-any-return]
+    except VMTypeError:
+        raise VMTypeError(f"run_prim_func: {where}: numpy has no type {dtype}") from None
+
+
+class _Compiler:
+    def __init__(self, func_name: str) -> None:
+        self.func_name = func_name
+        self.memo: dict[int, ExprFn] = {}
+
+    def error(self, message: str) -> VMValueError:
+        return VMValueError(f"run_prim_func({self.func_name}): {message}")
+
+    # ---- expressions ----
+    def expr(self, node: PrimExpr) -> ExprFn:
+        fn = self.memo.get(id(node))
+        if fn is None:
+            fn = self._expr(node)
+            self.memo[id(node)] = fn
+        return fn
+
+    def _var(self, node: Var) -> ExprFn:
+        def load_var(env: Env) -> Any:
+            try:
+                return env[node]
+            except KeyError:
+                raise self.error(f"variable {node.name!r} is used but not defined") from None
+
+        return load_var
+
+    def _expr(self, node: PrimExpr) -> ExprFn:
+        dtype = node.dtype
+        if isinstance(node, Var):
+            return self._var(node)
+        if isinstance(node, IntImm):
+            value = bool(node.value) if is_bool_dtype(dtype) else node.value
+            return lambda env: value
+        if isinstance(node, FloatImm):
+            const = _numpy_type(dtype, str(node))(node.value)
+            return lambda env: const
+        if isinstance(node, BufferLoad):
+            return self._load(node)
+        if isinstance(node, (IfThenElseCall, Select)):
+            cond, then_fn, else_fn = (self.expr(op) for op in node.operands)
+            return lambda env: then_fn(env) if cond(env) else else_fn(env)
+        if isinstance(node, Call):
+            return self._call(node)
+        if isinstance(node, And):
+            a, b = self.expr(node.a), self.expr(node.b)
+            return lambda env: bool(a(env)) and bool(b(env))
+        if isinstance(node, Or):
+            a, b = self.expr(node.a), self.expr(node.b)
+            return lambda env: bool(a(env)) or bool(b(env))
+        if isinstance(node, Not):
+            a = self.expr(node.a)
+            return lambda env: not a(env)
+        if isinstance(node, Cast):
+            return self._cast(node)
+        if isinstance(node, BinaryOpExpr):
+            return self._binary(node)
+        raise VMTypeError(f"run_prim_func({self.func_name}): cannot run a {type(node).__name__}")
+
+    def _cast(self, node: Cast) -> ExprFn:
+        value_fn, dtype = self.expr(node.value), node.dtype
+        to_dtype = _numpy_type(dtype, str(node)) if is_float_dtype(dtype) else None
+
+        def cast_value(env: Env) -> Any:
+            value = value_fn(env)
+            if isinstance(value, np.floating):
+                value = float(value)
+            try:
+                result = cast_scalar(value, dtype)
+            except VMValueError as err:
+                raise self.error(f"in `{node}`: {err}") from None
+            return to_dtype(result) if to_dtype is not None else result
+
+        return cast_value
+
+    def _binary(self, node: BinaryOpExpr) -> ExprFn:
+        a_fn, b_fn = self.expr(node.a), self.expr(node.b)
+        operand_type = node.a.dtype
+        scalar_fn = node._scalar_fn
+        if isinstance(node, CmpExpr):
+            return lambda env: bool(scalar_fn(a_fn(env), b_fn(env)))
+        if is_float_dtype(operand_type):
+            to_dtype = _numpy_type(node.dtype, str(node))
+            # numpy's float semantics: a zero divisor gives inf or NaN, as on hardware.
+            scalar_fn = _FLOAT_DIVISIONS.get(type(node), scalar_fn)
+            return lambda env: to_dtype(scalar_fn(a_fn(env), b_fn(env)))
+        divides = node._scalar_fn in (_int_division_fns())
+
+        def int_binary(env: Env) -> Any:
+            a, b = a_fn(env), b_fn(env)
+            if divides and b == 0:
+                raise self.error(f"division by zero in `{node}` (`{node.b}` is 0)")
+            return scalar_fn(a, b)
+
+        return int_binary
+
+    def _call(self, node: Call) -> ExprFn:
+        arg_fns = [self.expr(arg) for arg in node.args]
+        scalar_fn = type(node)._scalar_fn  # type: ignore[attr-defined]
+        to_dtype = _numpy_type(node.dtype, str(node))
+        if len(arg_fns) == 1:
+            (arg_fn,) = arg_fns
+            return lambda env: to_dtype(scalar_fn(float(arg_fn(env))))
+        return lambda env: to_dtype(scalar_fn(*(float(fn(env)) for fn in arg_fns)))
+
+    def _indices(
+        self, buffer: Buffer, indices: tuple[PrimExpr, ...], text: str
+    ) -> Callable[[Env, tuple[int, ...]], tuple[int, ...]]:
+        index_fns = [self.expr(index) for index in indices]
+
+        def compute(env: Env, shape: tuple[int, ...]) -> tuple[int, ...]:
+            values = tuple(int(fn(env)) for fn in index_fns)
+            for dim, (value, extent) in enumerate(zip(values, shape, strict=True)):
+                if not 0 <= value < extent:
+                    raise self.error(
+                        f"index {value} is out of bounds for dim {dim} of buffer "
+                        f"{buffer.name!r} (shape {shape}) in `{text}` at index {values}"
+                    )
+            return values
+
+        return compute
+
+    def _load(self, node: BufferLoad) -> ExprFn:
+        buffer = node.buffer
+        indices = self._indices(buffer, node.indices, str(node))
+        convert: Callable[[Any], Any] = lambda v: v  # noqa: E731 - floats stay numpy scalars
+        if is_int_dtype(buffer.dtype):
+            convert = int
+        elif is_bool_dtype(buffer.dtype):
+            convert = bool
+        data = buffer.data
+
+        def load(env: Env) -> Any:
+            array = self._array(env, buffer, data)
+            return convert(array[indices(env, array.shape)])
+
+        return load
+
+    def _array(self, env: Env, buffer: Buffer, data: Var) -> np.ndarray:
+        try:
+            return env[data]  # type: ignore[no-any-return]
+        except KeyError:
+            raise self.error(
+                f"buffer {buffer.name!r} is used but is neither a parameter nor allocated"
+            ) from None
+
+    # ---- statements ----
+    def stmt(self, node: Stmt) -> StmtFn:
+        if isinstance(node, SeqStmt):
+            parts = [self.stmt(item) for item in node.seq]
+
+            def run_seq(env: Env) -> None:
+                for part in parts:
+                    part(env)
+
+            return run_seq
+        if isinstance(node, For):
+            return self._for(node)
+        if isinstance(node, BufferStore):
+            return self._store(node)
+        if isinstance(node, LetStmt):
+            var, value_fn, body = node.var, self.expr(node.value), self.stmt(node.body)
+
+            def run_let(env: Env) -> None:
+                saved = env.get(var, _MISSING)
+                env[var] = value_fn(env)
+                body(env)
+                _restore(env, var, saved)
+
+            return run_let
+        if isinstance(node, IfThenElse):
+            cond = self.expr(node.condition)
+            then_fn = self.stmt(node.then_case)
+            else_fn = self.stmt(node.else_case) if node.else_case is not None else None
+
+            def run_if(env: Env) -> None:
+                if cond(env):
+                    then_fn(env)
+                elif else_fn is not None:
+                    else_fn(env)
+
+            return run_if
+        if isinstance(node, Allocate):
+            return self._allocate(node)
+        if isinstance(node, Evaluate):
+            value_fn = self.expr(node.value)
+
+            def run_evaluate(env: Env) -> None:
+                value_fn(env)  # computed for its checks (bounds, division); result unused
+
+            return run_evaluate
+        raise VMTypeError(f"run_prim_func({self.func_name}): cannot run a {type(node).__name__}")
+
+    def _for(self, node: For) -> StmtFn:
+        var, min_fn, extent_fn = node.loop_var, self.expr(node.min), self.expr(node.extent)
+        body = self.stmt(node.body)
+
+        def run_for(env: Env) -> None:
+            start = int(min_fn(env))
+            saved = env.get(var, _MISSING)
+            for value in range(start, start + int(extent_fn(env))):
+                env[var] = value
+                body(env)
+            _restore(env, var, saved)
+
+        return run_for
+
+    def _store(self, node: BufferStore) -> StmtFn:
+        buffer, data = node.buffer, node.buffer.data
+        text = f"{buffer.name}[{', '.join(str(i) for i in node.indices)}] = ..."
+        indices = self._indices(buffer, node.indices, text)
+        value_fn = self.expr(node.value)
+        dtype = buffer.dtype
+        # Integer arithmetic is exact here; storing narrows to the element type and wraps,
+        # as the hardware would.
+        narrow = is_int_dtype(dtype)
+
+        def run_store(env: Env) -> None:
+            array = self._array(env, buffer, data)
+            value = value_fn(env)
+            if narrow:
+                value = cast_scalar(value, dtype)
+            array[indices(env, array.shape)] = value
+
+        return run_store
+
+    def _allocate(self, node: Allocate) -> StmtFn:
+        buffer = node.buffer
+        extent_fns = [self.expr(extent) for extent in buffer.shape]
+        np_type = _numpy_type(buffer.dtype, f"Allocate {buffer.name!r}")
+        fill: Any = math.nan if is_float_dtype(buffer.dtype) else _INT_FILL
+        if is_bool_dtype(buffer.dtype):
+            fill = False
+        body = self.stmt(node.body)
+
+        def run_allocate(env: Env) -> None:
+            shape = tuple(int(fn(env)) for fn in extent_fns)
+            if any(extent < 0 for extent in shape):
+                raise self.error(f"Allocate {buffer.name!r}: negative shape {shape}")
+            saved = env.get(buffer.data, _MISSING)
+            env[buffer.data] = np.full(shape, fill, dtype=np_type)
+            body(env)
+            _restore(env, buffer.data, saved)
+
+        return run_allocate
+
+
+_MISSING = object()
+
+
+def _restore(env: Env, key: Any, saved: Any) -> None:
+    if saved is _MISSING:
+        env.pop(key, None)
+    else:
+        env[key] = saved
+
+
+_FLOAT_DIVISIONS: dict[type, Any] = {
+    Div: np.true_divide,
+    Mod: np.fmod,
+    FloorDiv: np.floor_divide,
+    FloorMod: np.mod,
+}
+
+
+def _int_division_fns() -> tuple[Any, ...]:
+    from .. import _scalar
+
+    return (_scalar.floordiv, _scalar.floormod, _scalar.truncdiv, _scalar.truncmod)

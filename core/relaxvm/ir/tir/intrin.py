@@ -1,0 +1,289 @@
+"""Intrinsic calls: ``T.exp(x)``, ``T.pow(x, y)``, ``T.if_then_else(c, a, b)``.
+
+``Call(dtype, op, args)`` builds an instance of a per-intrinsic subclass of :class:`Call`
+(``Call("float32", "tir.exp", [x])`` is an ``exp`` node). Making the operation part of the
+node *type* lets the generic expression machinery of :mod:`relaxvm.ir` (whose structural
+equality compares node types, dtypes and operands) tell ``exp(x)`` from ``log(x)`` without
+knowing about calls.
+
+Each intrinsic knows its value on a Python scalar, so :func:`relaxvm.ir.evaluate` and the
+simplifier's constant folding work on calls too. ``if_then_else`` evaluates only the chosen
+branch (unlike ``Select``), which is what guarded loads such as padding need.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from ...errors import VMTypeError, VMValueError
+from ...runtime.dtype import DataType
+from .._scalar import is_bool_dtype, is_float_dtype
+from ..expr import ExprLike, PrimExpr, as_dtype
+from ..op import _promote, cast, convert
+
+__all__ = [
+    "INTRINSICS",
+    "Call",
+    "ceil",
+    "erf",
+    "exp",
+    "exp2",
+    "fabs",
+    "floor",
+    "if_then_else",
+    "log",
+    "log2",
+    "pow",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sqrt",
+    "tanh",
+]
+
+
+def _sigmoid(x: float) -> float:
+    # Split by sign so that exp never overflows.
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _pow(x: float, y: float) -> float:
+    try:
+        return math.pow(x, y)
+    except (OverflowError, ValueError):
+        return float(x) ** float(y) if x >= 0 else math.nan
+
+
+def _log(x: float, base_log: Callable[[float], float]) -> float:
+    if x > 0:
+        return base_log(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _rsqrt(x: float) -> float:
+    if x == 0:
+        return math.inf
+    return 1.0 / math.sqrt(x) if x > 0 else math.nan
+
+
+def _round_half_even(x: float) -> float:
+    # TVM's round lowers to nearbyint: ties go to the even neighbour, like Python's round.
+    return float(builtins.round(x)) if math.isfinite(x) else x
+
+
+# name -> (number of arguments, scalar function on Python floats)
+_FLOAT_INTRINSICS: dict[str, tuple[int, Callable[..., float]]] = {
+    "exp": (1, _exp),
+    "exp2": (1, lambda x: _pow(2.0, x)),
+    "log": (1, lambda x: _log(x, math.log)),
+    "log2": (1, lambda x: _log(x, math.log2)),
+    "sqrt": (1, _sqrt),
+    "rsqrt": (1, _rsqrt),
+    "tanh": (1, math.tanh),
+    "sigmoid": (1, _sigmoid),
+    "erf": (1, math.erf),
+    "fabs": (1, abs),
+    "floor": (1, lambda x: float(math.floor(x)) if math.isfinite(x) else x),
+    "ceil": (1, lambda x: float(math.ceil(x)) if math.isfinite(x) else x),
+    "round": (1, _round_half_even),
+    "pow": (2, _pow),
+}
+
+#: Every intrinsic name (without the ``tir.`` prefix).
+INTRINSICS = (*sorted(_FLOAT_INTRINSICS), "if_then_else")
+
+
+class Call(PrimExpr):
+    """A call of a TIR intrinsic (TVM's ``tir.Call`` with an ``Op``).
+
+    Parameters
+    ----------
+    dtype : str or DataType
+        The result type.
+    op : str
+        The intrinsic, ``"tir.exp"`` or just ``"exp"``; see :data:`INTRINSICS`.
+    args : sequence of PrimExpr
+        The arguments.
+    """
+
+    __slots__ = ("_operands",)
+    #: The intrinsic's full name, ``"tir.exp"``; set on each subclass.
+    op: ClassVar[str] = ""
+    arity: ClassVar[int] = 0
+    _operands: tuple[PrimExpr, ...]
+    _by_name: ClassVar[dict[str, type[Call]]] = {}
+
+    def __new__(cls, dtype: str | DataType, op: str, args: Sequence[ExprLike]) -> Call:
+        if cls is Call:
+            if not isinstance(op, str):
+                raise VMTypeError(f"Call: op must be an intrinsic name, got {op!r}")
+            short = op.removeprefix("tir.")
+            node_type = Call._by_name.get(short)
+            if node_type is None:
+                raise VMValueError(
+                    f"Call: unknown intrinsic {op!r}; known: {', '.join(INTRINSICS)}"
+                )
+            cls = node_type
+        return object.__new__(cls)
+
+    def __init__(self, dtype: str | DataType, op: str, args: Sequence[ExprLike]) -> None:
+        name = type(self).op
+        dtype = as_dtype(dtype, name)
+        exprs = tuple(convert(arg) for arg in args)
+        if len(exprs) != self.arity:
+            raise VMTypeError(f"{name}: expected {self.arity} arguments, got {len(exprs)}")
+        self._check_types(dtype, exprs)
+        object.__setattr__(self, "_operands", exprs)
+        self._finish(dtype)
+
+    def _check_types(self, dtype: DataType, args: tuple[PrimExpr, ...]) -> None:
+        if not is_float_dtype(dtype):
+            raise VMTypeError(f"{self.op}: needs a float type, got {dtype}")
+        for position, arg in enumerate(args):
+            if arg.dtype != dtype:
+                raise VMTypeError(
+                    f"{self.op}: argument {position} `{arg}` has type {arg.dtype}, expected {dtype}"
+                )
+
+    @property
+    def args(self) -> tuple[PrimExpr, ...]:
+        """The arguments (TVM's name for the operands)."""
+        return self._operands
+
+    @property
+    def operands(self) -> tuple[PrimExpr, ...]:
+        """The arguments, in order."""
+        return self._operands
+
+    def with_operands(self, *operands: PrimExpr) -> PrimExpr:
+        """The same call with new arguments; ``self`` when unchanged."""
+        same_count = len(operands) == len(self._operands)
+        if same_count and all(a is b for a, b in zip(operands, self._operands, strict=True)):
+            return self
+        return Call(self.dtype, self.op, operands)
+
+    def _ctor_args(self) -> tuple[Any, ...]:
+        return (str(self.dtype), self.op, self._operands)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Call, self._ctor_args())
+
+    def _script_render(self, render: Callable[[PrimExpr], str]) -> str:
+        short = self.op.removeprefix("tir.")
+        return f"T.{short}({', '.join(render(arg) for arg in self._operands)})"
+
+    def _evaluate(self, evaluate_child: Callable[[PrimExpr], Any]) -> Any:
+        values = [float(evaluate_child(arg)) for arg in self._operands]
+        return float(type(self)._scalar_fn(*values))  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"Call[{self.dtype}]({self})"
+
+
+class IfThenElse(Call):
+    """``T.if_then_else(cond, a, b)``: only the chosen branch is evaluated."""
+
+    __slots__ = ()
+    op = "tir.if_then_else"
+    arity = 3
+
+    def _check_types(self, dtype: DataType, args: tuple[PrimExpr, ...]) -> None:
+        if not is_bool_dtype(args[0].dtype):
+            raise VMTypeError(f"tir.if_then_else: condition must be bool, got {args[0].dtype}")
+        for position in (1, 2):
+            if args[position].dtype != dtype:
+                raise VMTypeError(
+                    f"tir.if_then_else: branch {position} `{args[position]}` has type "
+                    f"{args[position].dtype}, expected {dtype}"
+                )
+
+    def _evaluate(self, evaluate_child: Callable[[PrimExpr], Any]) -> Any:
+        condition, then_value, else_value = self._operands
+        return evaluate_child(then_value if evaluate_child(condition) else else_value)
+
+
+Call._by_name["if_then_else"] = IfThenElse
+
+
+def _make_intrinsic(name: str, arity: int, fn: Callable[..., float]) -> type[Call]:
+    node_type = type(
+        name, (Call,), {"__slots__": (), "op": f"tir.{name}", "arity": arity, "__doc__": None}
+    )
+    node_type._scalar_fn = staticmethod(fn)  # type: ignore[attr-defined]
+    node_type.__doc__ = f"``T.{name}``: the {name} intrinsic on floats."
+    Call._by_name[name] = node_type
+    return node_type
+
+
+for _name, (_arity, _fn) in _FLOAT_INTRINSICS.items():
+    _make_intrinsic(_name, _arity, _fn)
+
+
+def _float_operand(name: str, value: ExprLike) -> PrimExpr:
+    expr = convert(value)
+    if not is_float_dtype(expr.dtype):
+        raise VMTypeError(
+            f"T.{name}: needs a float argument, got `{expr}` of type {expr.dtype}; cast it first"
+        )
+    return expr
+
+
+def _unary(name: str) -> Callable[[ExprLike], PrimExpr]:
+    def build(x: ExprLike) -> PrimExpr:
+        expr = _float_operand(name, x)
+        return Call(expr.dtype, f"tir.{name}", [expr])
+
+    build.__name__ = name
+    build.__qualname__ = name
+    build.__doc__ = f"``T.{name}(x)`` on a float expression."
+    return build
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+fabs = _unary("fabs")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+
+
+def pow(x: ExprLike, y: ExprLike) -> PrimExpr:
+    """``T.pow(x, y)``; the operands are promoted to one float type."""
+    a, b = _promote(convert(x), convert(y), "pow")
+    a = _float_operand("pow", a)
+    return Call(a.dtype, "tir.pow", [a, cast(b, a.dtype)])
+
+
+def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> PrimExpr:
+    """``T.if_then_else(cond, t, f)``: like ``Select`` but only the chosen branch runs."""
+    condition = convert(cond)
+    if not is_bool_dtype(condition.dtype):
+        raise VMTypeError(
+            f"T.if_then_else: condition must be bool, got `{condition}` of type {condition.dtype}"
+        )
+    then_value, else_value = _promote(convert(t), convert(f), "if_then_else")
+    return Call(then_value.dtype, "tir.if_then_else", [condition, then_value, else_value])

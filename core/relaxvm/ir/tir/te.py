@@ -1,0 +1,374 @@
+"""Tensor expressions (TVM's ``te``): describe a kernel as formulas, lower it to a PrimFunc.
+
+::
+
+    n = Var("n")
+    A = te.placeholder((n, 4), "float32", name="A")
+    B = te.compute((n, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    func = te.create_prim_func([A, B])
+
+Each tensor owns a TIR :class:`~relaxvm.ir.tir.Buffer`, and ``A[i, j]`` is directly a
+``BufferLoad`` of it, so a compute body is already a TIR expression over the stage's index
+variables; lowering only wraps it in loops.
+
+Lowering (:func:`create_prim_func`) emits one loop nest per compute stage, in dependency
+order. A reduction (``te.sum``/``te.max``/``te.min``, the whole body of its stage) becomes
+init-and-update: ``C[i, j] = init; for k: C[i, j] = combine(C[i, j], source)``. Tensors
+passed to ``create_prim_func`` become parameters (in the order given); **intermediate stages
+not passed are ``Allocate``'d scratch buffers in global scope**, wrapping the whole body, as
+TVM's ``create_prim_func`` makes them ``alloc_buffer``s of the root block.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...errors import VMTypeError, VMValueError
+from ...runtime.dtype import DataType
+from .._scalar import dtype_int_range, is_bool_dtype, is_float_dtype
+from ..expr import ExprLike, FloatImm, IntImm, PrimExpr, Range, Var
+from ..expr_functor import post_order_visit
+from ..op import add, convert, max_expr, min_expr
+from .analysis import undefined_vars
+from .buffer import Buffer, BufferLoad, as_index_list
+from .function import PrimFunc
+from .stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
+
+__all__ = [
+    "ComputeOp",
+    "IterVar",
+    "PlaceholderOp",
+    "Reduce",
+    "Tensor",
+    "compute",
+    "create_prim_func",
+    "max",
+    "min",
+    "placeholder",
+    "reduce_axis",
+    "sum",
+]
+
+# The tensor that owns each buffer, so a compute body's loads can be traced to their stages.
+_TENSOR_OF: weakref.WeakKeyDictionary[Buffer, Tensor] = weakref.WeakKeyDictionary()
+
+
+class IterVar:
+    """An iteration variable with its domain: a data axis of a stage, or a reduction axis."""
+
+    __slots__ = ("dom", "kind", "var")
+
+    def __init__(self, var: Var, dom: Range, kind: str) -> None:
+        self.var, self.dom, self.kind = var, dom, kind
+
+    def _delegate(name: str) -> Callable[..., PrimExpr]:  # type: ignore[misc]
+        def method(self: IterVar, *args: Any) -> PrimExpr:
+            return getattr(self.var, name)(*args)  # type: ignore[no-any-return]
+
+        method.__name__ = name
+        return method
+
+    # An IterVar computes like its variable (`k + 1`, `i * 4`), as in TVM.
+    for _name in (
+        "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+        "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__lt__", "__le__", "__gt__",
+        "__ge__", "equal", "astype",
+    ):  # fmt: skip
+        locals()[_name] = _delegate(_name)
+    del _name, _delegate
+
+    def __repr__(self) -> str:
+        end = self.dom.min + self.dom.extent
+        return f"IterVar({self.var.name}, [{self.dom.min}, {end}), {self.kind})"
+
+
+class PlaceholderOp:
+    """The producer of an input tensor."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Reduce:
+    """A reduction ``combiner(source over axis)``; only valid as a whole compute body."""
+
+    def __init__(
+        self,
+        combiner: str,
+        source: PrimExpr,
+        axis: list[IterVar],
+        condition: PrimExpr | None,
+        init: PrimExpr,
+    ) -> None:
+        self.combiner, self.source, self.axis = combiner, source, axis
+        self.condition, self.init = condition, init
+        self.dtype = source.dtype
+
+    def combine(self, accumulated: PrimExpr) -> PrimExpr:
+        """The update ``combiner(accumulated, source)``."""
+        return _COMBINERS[self.combiner](accumulated, self.source)
+
+    def _misuse(self, *args: Any) -> Any:
+        raise VMTypeError(
+            f"te.{self.combiner}(...) must be the whole body of te.compute; compute it in its "
+            "own stage and use that tensor in the arithmetic"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _misuse
+    __truediv__ = __rtruediv__ = __neg__ = _misuse
+
+
+_COMBINERS: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
+    "sum": add,
+    "max": max_expr,
+    "min": min_expr,
+}
+
+
+class ComputeOp:
+    """The producer of a computed tensor: index variables, a body and the tensors it reads."""
+
+    def __init__(
+        self, name: str, axis: list[IterVar], body: PrimExpr | Reduce, inputs: list[Tensor]
+    ) -> None:
+        self.name, self.axis, self.body, self.inputs = name, axis, body, inputs
+
+
+class Tensor:
+    """A te tensor: the output of a placeholder or compute stage. ``T[i, j]`` reads it."""
+
+    def __init__(self, shape: tuple[PrimExpr, ...], dtype: DataType, name: str, op: Any) -> None:
+        self.shape, self.dtype, self.name, self.op = shape, dtype, name, op
+        self.buffer = Buffer(name, shape, dtype)
+        _TENSOR_OF[self.buffer] = self
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    def __getitem__(self, indices: Any) -> BufferLoad:
+        return BufferLoad(self.buffer, indices)
+
+    def __repr__(self) -> str:
+        return f"te.Tensor({self.name}, {self.buffer.shape}, {self.dtype})"
+
+
+def placeholder(
+    shape: Sequence[ExprLike] | ExprLike,
+    dtype: str | DataType = "float32",
+    name: str = "placeholder",
+) -> Tensor:
+    """An input tensor of the given (possibly symbolic) shape."""
+    extents = as_index_list(f"te.placeholder({name}) shape", shape)
+    return Tensor(extents, DataType(dtype), name, PlaceholderOp(name))
+
+
+def reduce_axis(dom: Range | tuple[ExprLike, ExprLike], name: str = "rv") -> IterVar:
+    """A reduction axis over ``[lo, hi)`` (a ``(lo, hi)`` pair or a :class:`Range`)."""
+    if not isinstance(dom, Range):
+        if not isinstance(dom, (tuple, list)) or len(dom) != 2:
+            raise VMTypeError(
+                f"te.reduce_axis({name}): dom must be (lo, hi) or a Range, got {dom!r}"
+            )
+        dom = Range(*dom)
+    return IterVar(Var(name, dom.extent.dtype), dom, "reduce")
+
+
+def _reduction(combiner: str) -> Callable[..., Reduce]:
+    def build(
+        expr: ExprLike,
+        axis: IterVar | Sequence[IterVar],
+        where: ExprLike | None = None,
+        init: ExprLike | None = None,
+    ) -> Reduce:
+        source = convert(expr)
+        axes = [axis] if isinstance(axis, IterVar) else list(axis)
+        if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
+            raise VMTypeError(f"te.{combiner}: axis must be te.reduce_axis iteration variables")
+        condition = None if where is None else convert(where)
+        if condition is not None and not is_bool_dtype(condition.dtype):
+            raise VMTypeError(
+                f"te.{combiner}: where must be a bool expression, got {condition.dtype}"
+            )
+        start = _identity(combiner, source.dtype) if init is None else _const_of(init, source.dtype)
+        return Reduce(combiner, source, axes, condition, start)
+
+    build.__name__ = combiner
+    build.__doc__ = f"``te.{combiner}(expr, axis, where=None, init=None)``: a {combiner} reduction."
+    return build
+
+
+def _const_of(value: ExprLike, dtype: DataType) -> PrimExpr:
+    if isinstance(value, PrimExpr):
+        return value
+    return FloatImm(dtype, float(value)) if is_float_dtype(dtype) else IntImm(dtype, int(value))
+
+
+def _identity(combiner: str, dtype: DataType) -> PrimExpr:
+    if combiner == "sum":
+        return _const_of(0, dtype)
+    if is_float_dtype(dtype):
+        return FloatImm(dtype, -math.inf if combiner == "max" else math.inf)
+    low, high = dtype_int_range(dtype)
+    return IntImm(dtype, low if combiner == "max" else high)
+
+
+sum = _reduction("sum")
+max = _reduction("max")
+min = _reduction("min")
+
+
+def _axis_names(fcompute: Callable[..., Any], ndim: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if params and len(params) == len(positional) and len(positional) != ndim:
+        raise VMTypeError(
+            f"te.compute: fcompute takes {len(positional)} index arguments but the shape has "
+            f"{ndim} dimensions"
+        )
+    if len(positional) == ndim:
+        return [p.name for p in positional]
+    return [f"i{k}" for k in range(ndim)]
+
+
+def compute(
+    shape: Sequence[ExprLike] | ExprLike,
+    fcompute: Callable[..., ExprLike | Reduce],
+    name: str = "compute",
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Tensor:
+    """A tensor whose element at ``(i, j, ...)`` is ``fcompute(i, j, ...)``.
+
+    ``fcompute`` receives one index Var per dimension (named after its parameters) and
+    returns an expression, or a reduction (``te.sum(...)``) as the whole body.
+    """
+    extents = as_index_list(f"te.compute({name}) shape", shape)
+    names = _axis_names(fcompute, len(extents))
+    axis = [
+        IterVar(Var(axis_name, extent.dtype), Range.from_min_extent(0, extent), "data_par")
+        for axis_name, extent in zip(names, extents, strict=True)
+    ]
+    result = fcompute(*(iv.var for iv in axis))
+    body: PrimExpr | Reduce = result if isinstance(result, Reduce) else convert(result)
+    if isinstance(body, Reduce):
+        roots = [body.source, body.init] + ([body.condition] if body.condition is not None else [])
+    else:
+        roots = [body]
+    inputs: dict[Tensor, None] = {}
+    for root in roots:
+        post_order_visit(root, lambda node: _note_input(name, node, inputs))
+    return Tensor(extents, body.dtype, name, ComputeOp(name, axis, body, list(inputs)))
+
+
+def _note_input(stage: str, node: PrimExpr, inputs: dict[Tensor, None]) -> None:
+    if isinstance(node, BufferLoad):
+        tensor = _TENSOR_OF.get(node.buffer)
+        if tensor is None:
+            raise VMTypeError(
+                f"te.compute({stage}): reads buffer {node.buffer.name!r}, which is not a te "
+                "tensor; use te.placeholder for inputs"
+            )
+        inputs.setdefault(tensor)
+
+
+def _stage_order(outputs: list[Tensor]) -> list[Tensor]:
+    """Every tensor the outputs depend on, producers before consumers."""
+    order: list[Tensor] = []
+    state: dict[Tensor, str] = {}
+    for root in outputs:
+        stack: list[tuple[Tensor, bool]] = [(root, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            if expanded:
+                state[tensor] = "done"
+                order.append(tensor)
+                continue
+            if state.get(tensor) is not None:
+                continue
+            state[tensor] = "open"
+            stack.append((tensor, True))
+            if isinstance(tensor.op, ComputeOp):
+                stack.extend((t, False) for t in reversed(tensor.op.inputs) if t not in state)
+    return order
+
+
+def _lower_stage(tensor: Tensor) -> Stmt:
+    op: ComputeOp = tensor.op
+    indices = [iv.var for iv in op.axis]
+    body = op.body
+    if isinstance(body, Reduce):
+        update: Stmt = BufferStore(tensor.buffer, body.combine(tensor[tuple(indices)]), indices)
+        if body.condition is not None:
+            update = IfThenElse(body.condition, update)
+        for iv in reversed(body.axis):
+            update = For(iv.var, iv.dom.min, iv.dom.extent, ForKind.SERIAL, update)
+        inner: Stmt = seq(BufferStore(tensor.buffer, body.init, indices), update)
+    else:
+        inner = BufferStore(tensor.buffer, body, indices)
+    for iv in reversed(op.axis):
+        inner = For(iv.var, iv.dom.min, iv.dom.extent, ForKind.SERIAL, inner)
+    return inner
+
+
+def create_prim_func(args: Sequence[Tensor | Var], name: str = "main") -> PrimFunc:
+    """Lower te tensors to a :class:`PrimFunc` whose parameters are ``args``, in order.
+
+    Parameters
+    ----------
+    args : sequence of Tensor or Var
+        Inputs and outputs (tensors become buffer parameters), and integer Vars to pass as
+        scalar parameters. Every placeholder used must be among them.
+    name : str
+        The ``global_symbol`` attribute.
+
+    Raises
+    ------
+    VMValueError
+        A placeholder that is used but not passed, a tensor passed twice, or a symbolic
+        variable that no parameter binds.
+    """
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    for position, arg in enumerate(args):
+        if not isinstance(arg, (Tensor, Var)):
+            raise VMTypeError(
+                f"te.create_prim_func: argument {position} must be a te.Tensor or a Var, "
+                f"got {type(arg).__name__}"
+            )
+    if len(set(map(id, args))) != len(args):
+        raise VMValueError("te.create_prim_func: an argument is passed twice")
+    passed = set(tensors)
+    stages: list[Stmt] = []
+    scratch: list[Buffer] = []
+    for tensor in _stage_order(tensors):
+        if isinstance(tensor.op, PlaceholderOp):
+            if tensor not in passed:
+                raise VMValueError(
+                    f"te.create_prim_func: placeholder {tensor.name!r} is used but not passed "
+                    "in the argument list"
+                )
+            continue
+        stages.append(_lower_stage(tensor))
+        if tensor not in passed:
+            scratch.append(tensor.buffer)
+    body = seq(*stages) if stages else seq()
+    for buffer in reversed(scratch):
+        body = Allocate(buffer, body)
+    params: list[Var | Buffer] = [a.buffer if isinstance(a, Tensor) else a for a in args]
+    func = PrimFunc(params, body, attrs={"global_symbol": name, "tir.noalias": True})
+    missing = undefined_vars(func)
+    if missing:
+        raise VMValueError(
+            f"te.create_prim_func({name}): symbolic variable(s) "
+            f"{', '.join(repr(v.name) for v in missing)} are not bound by any parameter's "
+            "shape; pass them as scalar Var arguments"
+        )
+    return func
