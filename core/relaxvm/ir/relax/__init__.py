@@ -49,6 +49,11 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 from .subtype import BaseCheckResult, is_base_of, struct_info_base_check
 from .well_formed import WellFormedError, is_well_formed, well_formed
 
+# isort: split
+# Last: the op builders and their inference import the nodes above. Ops are core IR (like
+# TVM's relax.op), so registering them on import is not a plugin side effect.
+from . import op
+
 #: TVM's name for the base class of Relax expressions.
 Expr = RelaxExpr
 
@@ -92,6 +97,7 @@ __all__ = [
     "const",
     "is_base_of",
     "is_well_formed",
+    "op",
     "struct_info_base_check",
     "structural_equal",
     "structural_hash",

@@ -1,0 +1,53 @@
+"""Relax operators: builders in TVM's spelling and StructInfo inference, keyed by op name.
+
+``op.add(x, y)`` returns a :class:`~relaxvm.ir.relax.Call` of ``Op.get("relax.add")`` and
+does not infer anything; :func:`infer_struct_info` (what the BlockBuilder normalizer calls)
+derives the result's StructInfo from the arguments' struct info and the call's attributes.
+See ``docs/ops.md`` for the list of ops and how to add one.
+"""
+
+from __future__ import annotations
+
+from . import nn
+from .create import *  # noqa: F403
+from .create import __all__ as _create_all
+from .elementwise import *  # noqa: F403
+from .elementwise import __all__ as _elementwise_all
+from .linalg import *  # noqa: F403
+from .linalg import __all__ as _linalg_all
+from .manipulate import *  # noqa: F403
+from .manipulate import __all__ as _manipulate_all
+from .reduction import *  # noqa: F403
+from .reduction import __all__ as _reduction_all
+from .registry import (
+    InferContext,
+    OpError,
+    OpInfo,
+    get_op_info,
+    infer_struct_info,
+    list_ops,
+    register_op,
+)
+from .structural import *  # noqa: F403
+from .structural import __all__ as _structural_all
+
+#: Shorter spelling for tests and interactive use.
+infer = infer_struct_info
+
+__all__ = [
+    "InferContext",
+    "OpError",
+    "OpInfo",
+    "get_op_info",
+    "infer",
+    "infer_struct_info",
+    "list_ops",
+    "nn",
+    "register_op",
+    *_create_all,
+    *_elementwise_all,
+    *_linalg_all,
+    *_manipulate_all,
+    *_reduction_all,
+    *_structural_all,
+]

@@ -1,0 +1,212 @@
+"""Tensor creation: full, zeros, ones, their ``*_like`` forms, arange; and cumsum."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ....runtime.dtype import DataType, DataTypeCode
+from ...expr import FloatImm, IntImm, PrimExpr
+from ...op import add, cast, floordiv, max_expr, sub
+from .._base import RelaxExpr
+from ..expr import Call
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
+from ._common import (
+    as_int,
+    as_prim_value,
+    as_shape_expr,
+    dtype_attr,
+    make_call,
+    normalize_axis,
+    product,
+    same_shape,
+    shape_arg_ndim,
+    shape_arg_values,
+    tensor,
+)
+from .registry import InferContext, register_op
+
+_DTYPE_ATTR = {"dtype": "the element type; None takes it from the input"}
+
+
+def _scalar_dtype(ctx: InferContext, call: Call, index: int, what: str) -> DataType | None:
+    """The dtype of a scalar argument (PrimValue or 0-d tensor); an error otherwise."""
+    sinfo = ctx.arg_sinfo(call, index)
+    if isinstance(sinfo, PrimStructInfo):
+        return sinfo.dtype
+    if isinstance(sinfo, TensorStructInfo) and sinfo.ndim in (0, -1):
+        return sinfo.dtype
+    raise ctx.error(f"{what} must be a scalar (PrimValue or 0-d tensor), got {sinfo}")
+
+
+def _shaped(ctx: InferContext, call: Call, dtype: DataType | str | None) -> StructInfo:
+    values = shape_arg_values(ctx, call, 0)
+    if values is None:
+        return tensor(None, dtype, shape_arg_ndim(ctx, call, 0))
+    return tensor(values, dtype)
+
+
+def _infer_full(call: Call, ctx: InferContext) -> StructInfo:
+    fill_dtype = _scalar_dtype(ctx, call, 1, "fill_value")
+    dtype = ctx.attr(call, "dtype") or fill_dtype
+    return _shaped(ctx, call, dtype)
+
+
+def _infer_zeros_ones(call: Call, ctx: InferContext) -> StructInfo:
+    return _shaped(ctx, call, ctx.attr(call, "dtype"))
+
+
+def _infer_like(call: Call, ctx: InferContext) -> StructInfo:
+    info = ctx.tensor_arg(call, 0, "x")
+    if len(call.args) == 2:
+        _scalar_dtype(ctx, call, 1, "fill_value")
+    return same_shape(info, ctx.attr(call, "dtype") or info.dtype)
+
+
+def _is_float(dtype: DataType) -> bool:
+    return dtype.code in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT)
+
+
+def _infer_arange(call: Call, ctx: InferContext) -> StructInfo:
+    bounds: list[PrimExpr] = []
+    for index, name in enumerate(("start", "end", "step")):
+        sinfo = ctx.arg_sinfo(call, index)
+        if not isinstance(sinfo, PrimStructInfo):
+            raise ctx.error(f"{name} must be a scalar PrimValue, got {sinfo}")
+        if sinfo.value is None:
+            return tensor(None, ctx.attr(call, "dtype") or sinfo.dtype, 1)
+        bounds.append(sinfo.value)
+    start, end, step = bounds
+    any_float = any(_is_float(b.dtype) for b in bounds)
+    dtype = ctx.attr(call, "dtype") or ("float32" if any_float else "int64")
+    if isinstance(step, (IntImm, FloatImm)) and step.value == 0:
+        raise ctx.error("step must be non-zero")
+    if all(isinstance(b, (IntImm, FloatImm)) for b in bounds):
+        count = math.ceil((end.value - start.value) / step.value)  # type: ignore[attr-defined]
+        return tensor([count if count > 0 else 0], dtype)
+    if any_float or not isinstance(step, IntImm):
+        return tensor(None, dtype, 1)
+    start_i, end_i = cast(start, "int64"), cast(end, "int64")
+    if step.value > 0:
+        span = add(sub(end_i, start_i), step.value - 1)
+        count_expr = floordiv(span, step.value)
+    else:
+        span = add(sub(start_i, end_i), -step.value - 1)
+        count_expr = floordiv(span, -step.value)
+    return tensor([ctx.analyzer.simplify(max_expr(count_expr, 0))], dtype)
+
+
+def _infer_cumsum(call: Call, ctx: InferContext) -> StructInfo:
+    info = ctx.tensor_arg(call, 0, "data")
+    dtype = ctx.attr(call, "dtype") or info.dtype
+    axis = ctx.attr(call, "axis")
+    if axis is None:
+        values = info.shape_values
+        if values is None:
+            return tensor(None, dtype, 1, like=info)
+        return tensor([ctx.analyzer.simplify(product(values))], dtype, like=info)
+    if info.ndim != -1:
+        normalize_axis(ctx, axis, info.ndim)
+    return same_shape(info, dtype)
+
+
+register_op(
+    "relax.full", num_inputs=2, infer=_infer_full, attrs=_DTYPE_ATTR, doc="filled with a value"
+)
+register_op("relax.zeros", num_inputs=1, infer=_infer_zeros_ones, attrs=_DTYPE_ATTR, doc="zeros")
+register_op("relax.ones", num_inputs=1, infer=_infer_zeros_ones, attrs=_DTYPE_ATTR, doc="ones")
+register_op("relax.zeros_like", num_inputs=1, infer=_infer_like, attrs=_DTYPE_ATTR, doc="zeros")
+register_op("relax.ones_like", num_inputs=1, infer=_infer_like, attrs=_DTYPE_ATTR, doc="ones")
+register_op("relax.full_like", num_inputs=2, infer=_infer_like, attrs=_DTYPE_ATTR, doc="fill")
+register_op(
+    "relax.arange",
+    num_inputs=3,
+    infer=_infer_arange,
+    attrs={"dtype": "element type; default int64, or float32 when a bound is a float"},
+    doc="evenly spaced values in [start, end)",
+)
+register_op(
+    "relax.cumsum",
+    num_inputs=1,
+    infer=_infer_cumsum,
+    attrs={"axis": "None flattens first", **_DTYPE_ATTR, "exclusive": "exclude the own element"},
+    doc="cumulative sum",
+)
+
+
+def full(shape: Any, fill_value: Any, dtype: str | DataType | None = None) -> Call:
+    """A tensor of ``shape`` filled with ``fill_value`` (a number, PrimValue or 0-d tensor)."""
+    name = "relax.full"
+    args = [as_shape_expr(name, shape), as_prim_value(name, fill_value)]
+    return make_call(name, args, {"dtype": dtype_attr(name, dtype)})
+
+
+def zeros(shape: Any, dtype: str | DataType) -> Call:
+    """A tensor of zeros."""
+    return make_call(
+        "relax.zeros",
+        [as_shape_expr("relax.zeros", shape)],
+        {"dtype": dtype_attr("relax.zeros", dtype)},
+    )
+
+
+def ones(shape: Any, dtype: str | DataType) -> Call:
+    """A tensor of ones."""
+    return make_call(
+        "relax.ones",
+        [as_shape_expr("relax.ones", shape)],
+        {"dtype": dtype_attr("relax.ones", dtype)},
+    )
+
+
+def zeros_like(x: RelaxExpr, dtype: str | DataType | None = None) -> Call:
+    """Zeros with the shape of ``x`` (and its dtype unless given)."""
+    return make_call("relax.zeros_like", [x], {"dtype": dtype_attr("relax.zeros_like", dtype)})
+
+
+def ones_like(x: RelaxExpr, dtype: str | DataType | None = None) -> Call:
+    """Ones with the shape of ``x`` (and its dtype unless given)."""
+    return make_call("relax.ones_like", [x], {"dtype": dtype_attr("relax.ones_like", dtype)})
+
+
+def full_like(x: RelaxExpr, fill_value: Any, dtype: str | DataType | None = None) -> Call:
+    """``fill_value`` with the shape of ``x`` (and its dtype unless given)."""
+    name = "relax.full_like"
+    return make_call(name, [x, as_prim_value(name, fill_value)], {"dtype": dtype_attr(name, dtype)})
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: str | DataType | None = None) -> Call:
+    """Values ``start, start + step, ...`` below ``end``; ``arange(n)`` counts from 0."""
+    name = "relax.arange"
+    if end is None:
+        start, end = 0, start
+    args = [as_prim_value(name, v) for v in (start, end, step)]
+    return make_call(name, args, {"dtype": dtype_attr(name, dtype)})
+
+
+def cumsum(
+    data: RelaxExpr,
+    axis: int | None = None,
+    dtype: str | DataType | None = None,
+    exclusive: bool = False,
+) -> Call:
+    """Cumulative sum along ``axis`` (over the flattened tensor when None)."""
+    name = "relax.cumsum"
+    attrs = {
+        "axis": None if axis is None else as_int(name, "axis", axis),
+        "dtype": dtype_attr(name, dtype),
+        "exclusive": bool(exclusive),
+    }
+    return make_call(name, [data], attrs)
+
+
+__all__ = [
+    "arange",
+    "cumsum",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+]
