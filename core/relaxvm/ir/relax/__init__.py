@@ -3,7 +3,8 @@
 This layer builds on the symbolic scalar expressions of :mod:`relaxvm.ir` (shape extents are
 ``PrimExpr`` s, symbolic dimensions are ``relaxvm.ir.Var`` s). Names follow TVM's ``relax``
 package: ``Var``, ``DataflowVar``, ``Call``, ``SeqExpr``, ``Function``, ``TensorStructInfo``...
-Operator inference and the BlockBuilder normalizer come in later layers.
+Operators with StructInfo inference live in :mod:`.op`; :class:`BlockBuilder` builds
+normalized (A-normal form) functions from them.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .well_formed import WellFormedError, is_well_formed, well_formed
 # Last: the op builders and their inference import the nodes above. Ops are core IR (like
 # TVM's relax.op), so registering them on import is not a plugin side effect.
 from . import op
+from .block_builder import BlockBuilder, BlockBuilderError
 
 #: TVM's name for the base class of Relax expressions.
 Expr = RelaxExpr
@@ -61,6 +63,8 @@ __all__ = [
     "BaseCheckResult",
     "Binding",
     "BindingBlock",
+    "BlockBuilder",
+    "BlockBuilderError",
     "Call",
     "Constant",
     "DataTypeImm",

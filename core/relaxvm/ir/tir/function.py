@@ -90,6 +90,17 @@ class PrimFunc:
         """The ``global_symbol`` attribute, or ``"main"``."""
         return str(self.attrs.get("global_symbol", "main"))
 
+    @property
+    def struct_info(self) -> Any:
+        """The Relax-level signature: an opaque, pure callable.
+
+        An IRModule annotates each GlobalVar with its function's signature; Relax calls a
+        PrimFunc only through ``R.call_tir``, which declares the outputs itself.
+        """
+        from ..relax.struct_info import FuncStructInfo  # relax builds on tir, not the reverse
+
+        return FuncStructInfo.opaque_func(purity=True)
+
     def with_attr(self, key: str, value: Any) -> PrimFunc:
         """A copy with one attribute set."""
         return PrimFunc(self.params, self.body, self.buffer_map, {**self.attrs, key: value})
