@@ -233,29 +233,39 @@ def _match_shape_checked(
             f"ndim {len(shape)} (shape {list(shape)})."
         )
     for index in range(size):
-        code = codes_and_values[2 * index]
-        slot = codes_and_values[2 * index + 1]
-        dim = shape[index]
-        if code == _ASSERT_IMM:
-            if dim != slot:
-                raise VMError(
-                    f"{prefix}match_cast error, shape[{index}] mismatch to specified constant: "
-                    f"expected {slot}, but got {dim} (shape {list(shape)})."
-                )
-        elif code == _STORE:
-            _heap_words(heap, slot, prefix)[slot] = dim
-        elif code == _ASSERT_LOAD:
-            bound = _heap_words(heap, slot, prefix).item(slot)
-            if bound != dim:
-                raise VMError(
-                    f"{prefix}match_cast error, shape[{index}] mismatch to a previous populated "
-                    f"value: expected {bound} (heap slot {slot}), but got {dim} "
-                    f"(shape {list(shape)})."
-                )
-        elif code != _NO_OP:
-            raise VMValueError(
-                f"{prefix}unknown MatchShapeCode {code!r} for shape[{index}] (expected 0..3)"
+        _match_one(
+            shape[index],
+            codes_and_values[2 * index],
+            codes_and_values[2 * index + 1],
+            heap,
+            prefix,
+            f"shape[{index}]",
+            f" (shape {list(shape)})",
+        )
+
+
+def _match_one(
+    value: int, code: Any, slot: Any, heap: Any, prefix: str, subject: str, context: str
+) -> None:
+    """Check or bind one value by its MatchShapeCode, with a precise error (the slow path
+    shared by ``match_shape`` and ``match_prim_value``)."""
+    if code == _ASSERT_IMM:
+        if value != slot:
+            raise VMError(
+                f"{prefix}match_cast error, {subject} mismatch to specified constant: "
+                f"expected {slot}, but got {value}{context}."
             )
+    elif code == _STORE:
+        _heap_words(heap, slot, prefix)[slot] = value
+    elif code == _ASSERT_LOAD:
+        bound = _heap_words(heap, slot, prefix).item(slot)
+        if bound != value:
+            raise VMError(
+                f"{prefix}match_cast error, {subject} mismatch to a previous populated value: "
+                f"expected {bound} (heap slot {slot}), but got {value}{context}."
+            )
+    elif code != _NO_OP:
+        raise VMValueError(f"{prefix}unknown MatchShapeCode {code!r} for {subject} (expected 0..3)")
 
 
 @builtin("vm.builtin.match_prim_value")
@@ -309,24 +319,7 @@ def _match_prim_value_checked(value: Any, heap: Any, code: Any, slot: Any, err_c
     # bool is an int here, as in TVM, where the argument converts to int64.
     if not isinstance(value, (int, np.integer)):
         raise VMTypeError(f"{prefix}match_cast expects an int PrimValue but got {type_name(value)}")
-    value = int(value)
-    if code == _ASSERT_IMM:
-        if value != slot:
-            raise VMError(
-                f"{prefix}match_cast error, PrimValue mismatch to specified constant: "
-                f"expected {slot}, but got {value}."
-            )
-    elif code == _STORE:
-        _heap_words(heap, slot, prefix)[slot] = value
-    elif code == _ASSERT_LOAD:
-        bound = _heap_words(heap, slot, prefix).item(slot)
-        if bound != value:
-            raise VMError(
-                f"{prefix}match_cast error, PrimValue mismatch to a previous populated value: "
-                f"expected {bound} (heap slot {slot}), but got {value}."
-            )
-    elif code != _NO_OP:
-        raise VMValueError(f"{prefix}unknown MatchShapeCode {code!r} (expected 0..3)")
+    _match_one(int(value), code, slot, heap, prefix, "PrimValue", "")
 
 
 # -- make_shape --------------------------------------------------------------------------------
