@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .plugins import FunctionRegistrar
+    from .plugins import FunctionRegistrar, LegalizationRegistrar, TargetRegistrar
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -46,4 +46,46 @@ def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
     A name registered twice is an error naming both plugins unless the second registration
     passes ``override=True``. Functions registered here are found by the VM at construction
     time, after the executable's own imports (compiled kernels) and before nothing else.
+    """
+
+
+@hookspec
+def relaxvm_register_legalizations(register: LegalizationRegistrar) -> None:
+    """Register how high-level Relax ops lower to kernels (TVM's ``FLegalize``).
+
+    Parameters
+    ----------
+    register : relaxvm.plugins.LegalizationRegistrar
+        Call ``register.register(op_name, func, target=None, override=False)``. ``func`` is
+        called as ``func(bb, call)`` with a :class:`relaxvm.relax.BlockBuilder` and the
+        normalized :class:`relaxvm.relax.Call` of op ``op_name`` (``"relax.add"``...), and
+        returns the replacement Relax expression, typically ``bb.call_te(...)`` or a
+        ``call_tir`` built with ``bb.emit_te``. ``target`` is a target kind name
+        (``"llvm"``, ``"cuda"``): such a registration wins over the generic one when
+        compiling for that kind.
+
+    Notes
+    -----
+    ``LegalizeOps`` looks an op up for the current target kind first, then generically. An op
+    with no legalization is a build-time error naming the function, the binding and the op.
+    """
+
+
+@hookspec
+def relaxvm_register_targets(register: TargetRegistrar) -> None:
+    """Register code-generation targets (``llvm``, ``cuda``, your own).
+
+    Parameters
+    ----------
+    register : relaxvm.plugins.TargetRegistrar
+        Call ``register.register(kind)`` with a :class:`relaxvm.target.TargetKind`: its name,
+        device kind, attribute defaults, ``build`` (PrimFuncs to a runtime module of kernels),
+        optional extra passes for the relax pipeline, and the serializer/loader pair that
+        ``export_library``/``load_module`` use.
+
+    Notes
+    -----
+    A kind name registered twice is an error naming both plugins unless the second passes
+    ``override=True``. ``relaxvm.target.Target("llvm")`` and ``relaxvm.compile(...,
+    target="llvm")`` look kinds up here.
     """

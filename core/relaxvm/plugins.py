@@ -23,14 +23,16 @@ from typing import Any, Protocol
 
 import pluggy
 
-from . import hookspecs, registry
+from . import extensions, hookspecs, registry
 from .errors import PluginError, RegistryError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ESSENTIAL_PLUGINS",
     "FunctionRegistrar",
+    "LegalizationRegistrar",
     "PluginInfo",
+    "TargetRegistrar",
     "ensure_loaded",
     "get_plugin_manager",
     "plugin_report",
@@ -96,6 +98,55 @@ class FunctionRegistrar:
         self.registered.append(name)
 
 
+class LegalizationRegistrar:
+    """The object handed to ``relaxvm_register_legalizations``; see that hook."""
+
+    def __init__(self, plugin_name: str) -> None:
+        self.plugin_name = plugin_name
+        self.registered: list[str] = []
+
+    def register(
+        self,
+        op_name: str,
+        func: Callable[..., Any],
+        *,
+        target: str | None = None,
+        override: bool = False,
+    ) -> None:
+        """Register ``func(bb, call)`` as the legalization of ``op_name`` (for ``target``).
+
+        Raises
+        ------
+        RegistryError
+            Invalid arguments, or a duplicate without ``override`` (naming both plugins).
+        """
+        extensions.register_legalization(
+            op_name, func, target=target, override=override, source=f"plugin {self.plugin_name!r}"
+        )
+        self.registered.append(f"legalize {op_name}" + (f" [{target}]" if target else ""))
+
+
+class TargetRegistrar:
+    """The object handed to ``relaxvm_register_targets``; see that hook."""
+
+    def __init__(self, plugin_name: str) -> None:
+        self.plugin_name = plugin_name
+        self.registered: list[str] = []
+
+    def register(self, kind: extensions.TargetKind, *, override: bool = False) -> None:
+        """Register a :class:`relaxvm.target.TargetKind`.
+
+        Raises
+        ------
+        RegistryError
+            Not a TargetKind, or its name is taken and ``override`` is false.
+        """
+        extensions.register_target_kind(
+            kind, override=override, source=f"plugin {self.plugin_name!r}"
+        )
+        self.registered.append(f"target {kind.name}")
+
+
 _lock = threading.RLock()
 _loaded = False
 # Set while a load is in progress; a lookup made by a plugin's own hook (same thread) must see
@@ -157,6 +208,7 @@ def ensure_loaded(entry_points: Sequence[EntryPointLike] | None = None) -> None:
         _loading = True
         _loading_thread = threading.get_ident()
         saved = dict(registry._functions), dict(registry._sources)
+        saved_extensions = extensions._snapshot()
         try:
             found = list(entry_points) if entry_points is not None else _installed_entry_points()
             _manager = _load(found)
@@ -168,6 +220,7 @@ def ensure_loaded(entry_points: Sequence[EntryPointLike] | None = None) -> None:
             registry._functions.update(saved[0])
             registry._sources.clear()
             registry._sources.update(saved[1])
+            extensions._restore(saved_extensions)
             raise
         finally:
             _loading = False
@@ -251,27 +304,35 @@ def _register_with_manager(manager: pluggy.PluginManager, plugin: Any, name: str
         raise PluginError(f"relaxvm plugin {name!r} is invalid: {err}") from err
 
 
+_REGISTRATION_HOOKS: tuple[tuple[str, type[Any]], ...] = (
+    ("relaxvm_register_builtins", FunctionRegistrar),
+    ("relaxvm_register_legalizations", LegalizationRegistrar),
+    ("relaxvm_register_targets", TargetRegistrar),
+)
+
+
 def _run_registration_hooks(manager: pluggy.PluginManager, only: Iterable[Any] = ()) -> None:
     # Each implementation is called on its own so that every registration is attributed to
     # the plugin that made it; pluggy's combined call would hide who registered what. They run
     # in load order (ours first), so a later plugin can override=True an earlier name.
     wanted = set(map(id, only))
-    for impl in manager.hook.relaxvm_register_builtins.get_hookimpls():
-        if wanted and id(impl.plugin) not in wanted:
-            continue
-        registrar = FunctionRegistrar(impl.plugin_name)
-        try:
-            impl.function(**{arg: registrar for arg in impl.argnames})
-        except (PluginError, RegistryError):
-            raise
-        except Exception as err:
-            raise PluginError(
-                f"relaxvm plugin {impl.plugin_name!r} failed in relaxvm_register_builtins: "
-                f"{type(err).__name__}: {err}"
-            ) from err
-        for info in _report:
-            if info.name == impl.plugin_name:
-                info.registered.extend(registrar.registered)
+    for hook_name, registrar_type in _REGISTRATION_HOOKS:
+        for impl in getattr(manager.hook, hook_name).get_hookimpls():
+            if wanted and id(impl.plugin) not in wanted:
+                continue
+            registrar = registrar_type(impl.plugin_name)
+            try:
+                impl.function(**{arg: registrar for arg in impl.argnames})
+            except (PluginError, RegistryError):
+                raise
+            except Exception as err:
+                raise PluginError(
+                    f"relaxvm plugin {impl.plugin_name!r} failed in {hook_name}: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+            for info in _report:
+                if info.name == impl.plugin_name:
+                    info.registered.extend(registrar.registered)
 
 
 def register_plugin(plugin: Any, name: str) -> None:
@@ -301,3 +362,4 @@ def _reset_for_tests() -> None:
         _report.clear()
         registry._functions.clear()
         registry._sources.clear()
+        extensions._restore(({}, {}))

@@ -1,0 +1,124 @@
+"""``Target``: what to compile for (TVM's ``tvm.target.Target``), over registered kinds.
+
+A target is a kind (``llvm``, ``cuda``; registered by target plugins through
+``relaxvm_register_targets``) plus attributes (``mcpu``, ``mattr``, ``arch``...) and an optional
+host target. It is built from a string in TVM's spelling (``"llvm -mcpu=skylake
+-mattr=+avx2,+fma"``), a dict (``{"kind": "llvm", "mcpu": "skylake"}``) or another Target.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import RegistryError
+from .extensions import TargetKind, get_target_kind
+
+__all__ = ["Target", "TargetKind"]
+
+
+class TargetError(RegistryError):
+    """A target string, dict or attribute is malformed."""
+
+
+def _parse_string(text: str) -> tuple[str, dict[str, Any]]:
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise TargetError(f"Target: cannot parse {text!r}: {err}") from None
+    if not words:
+        raise TargetError("Target: empty target string")
+    kind, attrs = words[0], {}
+    for word in words[1:]:
+        if not word.startswith("-") or word == "-":
+            raise TargetError(
+                f"Target: in {text!r}, expected attributes as -key=value, got {word!r}"
+            )
+        key, sep, value = word.lstrip("-").partition("=")
+        attrs[key] = value if sep else True
+    return kind, attrs
+
+
+class Target:
+    """A compilation target.
+
+    Parameters
+    ----------
+    target : str, dict or Target
+        ``"llvm"``, ``"llvm -mcpu=skylake -mattr=+avx2"``, ``{"kind": "cuda", "arch":
+        "sm_80"}``...
+    host : str, dict or Target, optional
+        The host target (for device targets such as ``cuda``); defaults to ``llvm`` for
+        non-CPU kinds when that kind is registered.
+
+    Attributes
+    ----------
+    kind : TargetKind
+        The registered kind.
+    attrs : dict
+        The kind's defaults overridden by the given attributes.
+    host : Target or None
+    """
+
+    __slots__ = ("attrs", "host", "kind")
+
+    def __init__(self, target: str | Mapping[str, Any] | Target, host: Any = None) -> None:
+        if isinstance(target, Target):
+            self.kind: TargetKind = target.kind
+            self.attrs: dict[str, Any] = dict(target.attrs)
+            self.host: Target | None = target.host if host is None else Target(host)
+            return
+        if isinstance(target, str):
+            kind_name, given = _parse_string(target)
+        elif isinstance(target, Mapping):
+            given = dict(target)
+            kind_name = given.pop("kind", None)
+            if not isinstance(kind_name, str):
+                raise TargetError(f"Target: a dict target needs a 'kind' string, got {target!r}")
+            given_host = given.pop("host", None)
+            host = host if host is not None else given_host
+        else:
+            raise TargetError(
+                f"Target: expected a string, dict or Target, got {type(target).__name__}"
+            )
+        self.kind = get_target_kind(kind_name)
+        defaults = dict(self.kind.default_attrs() if self.kind.default_attrs else {})
+        defaults.update(given)
+        self.attrs = defaults
+        self.host = Target(host) if host is not None else None
+
+    @property
+    def kind_name(self) -> str:
+        """The kind's name, e.g. ``"llvm"``."""
+        return self.kind.name
+
+    @property
+    def device(self) -> str:
+        """The runtime device kind the kernels run on (``"cpu"``, ``"cuda"``)."""
+        return self.kind.device
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Attribute ``key`` or ``default``."""
+        return self.attrs.get(key, default)
+
+    def __str__(self) -> str:
+        parts = [self.kind.name]
+        for key, value in sorted(self.attrs.items()):
+            parts.append(f"-{key}" if value is True else f"-{key}={value}")
+        return " ".join(shlex.quote(part) for part in parts)
+
+    def __repr__(self) -> str:
+        host = f", host={self.host}" if self.host is not None else ""
+        return f"Target({str(self)!r}{host})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Target)
+            and self.kind.name == other.kind.name
+            and self.attrs == other.attrs
+            and self.host == other.host
+        )
+
+    def __hash__(self) -> int:
+        return hash(str(self))

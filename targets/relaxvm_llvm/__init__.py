@@ -1,0 +1,1 @@
+"""relaxvm's LLVM CPU target: TIR to native code through llvmlite."""
