@@ -11,6 +11,8 @@ built-in exception TVM raises in the same situation (``ValueError``, ``TypeError
     ├── DeviceError (ValueError)            unknown device kind, device without an API
     ├── BytecodeError (ValueError)          a malformed program (builder or validator)
     ├── ExecutableFormatError (ValueError)  corrupt, truncated, foreign or wrong-version bytes
+    ├── CompileError (ValueError)           a module that cannot be compiled (names function,
+    │                                       binding and reason)
     ├── VMError (RuntimeError)              run-time failures: arity, checks, recursion, memory
     ├── VMTypeError (TypeError)             a value of the wrong kind reached a builtin
     ├── VMValueError (ValueError)           a value of the right kind but wrong content
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "BytecodeError",
+    "CompileError",
     "DeviceError",
     "ExecutableFormatError",
     "FunctionNotFoundError",
@@ -76,3 +79,9 @@ class VMValueError(RelaxVMError, ValueError):
 
 class VMIndexError(RelaxVMError, IndexError):
     """An index past the end of a tuple (TVM raises ``IndexError`` there too)."""
+
+
+class CompileError(RelaxVMError, ValueError):
+    """A module cannot be compiled: an op without a legalization for the target, an unbound
+    symbolic variable, an ill-formed function... The message names the function, the binding
+    (or kernel) and the reason, and the pass that found it."""

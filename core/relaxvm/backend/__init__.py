@@ -1,0 +1,1 @@
+"""The VM backend: VMShapeLower, VMCodeGen (bytecode), the compiled mode and ``build``."""
