@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import plugins, registry
+from .. import extensions, plugins, registry
 from ..runtime.device import _forget_device_apis
 
 __all__ = ["FakeEntryPoint", "installed_entry_points", "isolated_plugins"]
@@ -59,6 +59,7 @@ def isolated_plugins(
     """
     saved_state = (plugins._loaded, plugins._loading, plugins._manager, list(plugins._report))
     saved_registry = dict(registry._functions), dict(registry._sources)
+    saved_extensions = extensions._snapshot()
     saved_env = {key: os.environ.get(key) for key in (env or {})}
     try:
         for key, value in (env or {}).items():
@@ -83,4 +84,5 @@ def isolated_plugins(
         registry._functions.update(saved_registry[0])
         registry._sources.clear()
         registry._sources.update(saved_registry[1])
+        extensions._restore(saved_extensions)
         _forget_device_apis()
