@@ -99,9 +99,10 @@ def test_hook_that_raises_is_named():
         def relaxvm_register_legalizations(self, register):
             raise KeyError("boom")
 
-    with isolated_plugins(load=False):
-        with pytest.raises(PluginError, match=r"'broken' failed in relaxvm_register_legalizations"):
-            plugins.ensure_loaded([*_builtins(), FakeEntryPoint("broken", Broken())])
+    broken = [*_builtins(), FakeEntryPoint("broken", Broken())]
+    message = r"'broken' failed in relaxvm_register_legalizations"
+    with isolated_plugins(load=False), pytest.raises(PluginError, match=message):
+        plugins.ensure_loaded(broken)
 
 
 @pytest.mark.parametrize(
@@ -157,6 +158,6 @@ def test_target_from_string_dict_and_target():
     ],
 )
 def test_target_errors(spec, error, message):
-    with isolated_plugins([*_builtins(), FakeEntryPoint("toyplugin", _Plugin())]):
-        with pytest.raises(error, match=message):
-            Target(spec)
+    toy = [*_builtins(), FakeEntryPoint("toyplugin", _Plugin())]
+    with isolated_plugins(toy), pytest.raises(error, match=message):
+        Target(spec)

@@ -272,6 +272,14 @@ class _Equal:
             return self.block(lhs, rhs)
         if isinstance(lhs, PrimExpr) and isinstance(rhs, PrimExpr):
             return self.prim(lhs, rhs, define=False)
+        from ..tir.function import PrimFunc
+
+        if isinstance(lhs, PrimFunc) or isinstance(rhs, PrimFunc):
+            # Kernels in a module compare with TIR's own structural equality.
+            from ..tir.stmt_functor import structural_equal as tir_equal
+
+            same = isinstance(lhs, PrimFunc) and isinstance(rhs, PrimFunc) and tir_equal(lhs, rhs)
+            return same or self.fail(lhs, rhs)
         return self.expr(lhs, rhs)
 
     def module(self, lhs: IRModule, rhs: IRModule) -> bool:
