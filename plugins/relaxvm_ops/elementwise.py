@@ -1,0 +1,289 @@
+"""Elementwise legalizations: unary and binary math with numpy broadcasting, comparisons,
+logical ops, clip, astype, where and the activations (relu, gelu, silu)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from relaxvm.ir import (
+    FloatImm,
+    IntImm,
+    PrimExpr,
+    cast,
+    floordiv,
+    logical_and,
+    logical_not,
+    logical_or,
+    select,
+    structural_equal,
+)
+from relaxvm.ir import op as sop
+from relaxvm.ir._scalar import is_bool_dtype, is_float_dtype
+from relaxvm.ir.relax import BlockBuilder, Call
+from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.tir import intrin as T
+from relaxvm.ir.tir import te
+from relaxvm.runtime.dtype import DataType, DataTypeCode
+
+from ._kernel import (
+    OpPattern,
+    attr,
+    call_te,
+    is_one,
+    legalizes,
+    op_name,
+    out_tensor_sinfo,
+    shape_of,
+    tensor_arg,
+)
+
+__all__ = ["broadcast_load", "cast_to"]
+
+Operand = Any  # a te.Tensor or a scalar PrimExpr (from a PrimValue operand)
+
+
+def cast_to(value: PrimExpr, dtype: DataType) -> PrimExpr:
+    """``value`` as ``dtype``; to bool means ``!= 0`` (as numpy's astype)."""
+    if value.dtype == dtype:
+        return value
+    if is_bool_dtype(dtype):
+        return sop.not_equal(value, 0)
+    return cast(value, dtype)
+
+
+def broadcast_load(operand: Operand, out_shape: Sequence[PrimExpr], idx: Sequence[Any]) -> PrimExpr:
+    """``operand`` read at output index ``idx`` under numpy broadcasting.
+
+    Trailing dimensions line up; an input extent of constant 1 reads index 0. A symbolic input
+    extent that is not the output's own expression may still be 1 at run time, so it reads
+    ``0 if extent == 1 else i``.
+    """
+    if not isinstance(operand, te.Tensor):
+        return operand if isinstance(operand, PrimExpr) else sop.convert(operand)
+    offset = len(out_shape) - operand.ndim
+    indices: list[Any] = []
+    for axis, dim in enumerate(operand.shape):
+        out_dim = out_shape[offset + axis]
+        i = idx[offset + axis]
+        if is_one(dim) and not is_one(out_dim):
+            indices.append(0)
+        elif isinstance(dim, IntImm) or structural_equal(dim, out_dim):
+            indices.append(i)
+        else:
+            indices.append(select(sop.equal(dim, 1), IntImm(i.dtype, 0), i))
+    return operand[tuple(indices)]
+
+
+def _elementwise(
+    bb: BlockBuilder,
+    call: Call,
+    name: str,
+    fn: Callable[..., PrimExpr],
+    args: Sequence[RelaxExpr],
+    pattern: OpPattern,
+) -> Call:
+    for index in range(len(args)):
+        if not _is_prim(call.args[index]):
+            tensor_arg(call, index, f"{index}")
+    out = out_tensor_sinfo(call)
+    shape, dtype = shape_of(out), out.dtype
+
+    def kernel(*operands: Operand) -> te.Tensor:
+        def body(*idx: Any) -> PrimExpr:
+            return fn(*(broadcast_load(o, shape, idx) for o in operands))
+
+        return te.compute(shape, lambda *idx: cast_to(body(*idx), dtype), name=f"T_{name}")
+
+    return call_te(bb, kernel, *args, primfunc_name_hint=name, op_pattern=pattern, op=op_name(call))
+
+
+def _is_prim(arg: RelaxExpr) -> bool:
+    from relaxvm.ir.relax.struct_info import PrimStructInfo
+
+    return isinstance(arg.struct_info, PrimStructInfo)
+
+
+def _pattern(call: Call) -> OpPattern:
+    """ElemWise when every tensor operand has the result's shape, else Broadcast."""
+    out = out_tensor_sinfo(call)
+    for arg in call.args:
+        sinfo = arg.struct_info
+        if _is_prim(arg):
+            continue
+        values = getattr(sinfo, "shape_values", None)
+        if values is None or len(values) != len(shape_of(out)):
+            return OpPattern.BROADCAST
+        if not all(structural_equal(a, b) for a, b in zip(values, shape_of(out), strict=True)):
+            return OpPattern.BROADCAST
+    return OpPattern.ELEMWISE
+
+
+def _same_type(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    # A PrimValue operand (int64/float32 by default) takes the tensor operand's type.
+    if a.dtype != b.dtype:
+        if isinstance(a, (IntImm, FloatImm)):
+            return cast_to(a, b.dtype), b
+        return a, cast_to(b, a.dtype)
+    return a, b
+
+
+def _binary(fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable[..., PrimExpr]:
+    def apply(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        return fn(*_same_type(a, b))
+
+    return apply
+
+
+def _divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # Integer division rounds toward zero, as TVM's topi.divide (C semantics).
+    return sop.true_div(a, b) if is_float_dtype(a.dtype) else sop.truncdiv(a, b)
+
+
+def _floor_divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return T.floor(sop.true_div(a, b)) if is_float_dtype(a.dtype) else floordiv(a, b)
+
+
+def _power(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    if is_float_dtype(a.dtype):
+        return T.pow(a, b)
+    # Integers: through float64, exact for the values an integer power can hold in 53 bits.
+    wide = DataType("float64")
+    return cast(T.pow(cast(a, wide), cast(b, wide)), a.dtype)
+
+
+_ARITH: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
+    "add": sop.add,
+    "subtract": sop.sub,
+    "multiply": sop.mul,
+    "divide": _divide,
+    "floor_divide": _floor_divide,
+    "power": _power,
+    "maximum": sop.max_expr,
+    "minimum": sop.min_expr,
+    "equal": sop.equal,
+    "not_equal": sop.not_equal,
+    "less": sop.less,
+    "less_equal": sop.less_equal,
+    "greater": sop.greater,
+    "greater_equal": sop.greater_equal,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_xor": sop.not_equal,
+}
+
+
+def _make_binary(name: str) -> None:
+    fn = _binary(_ARITH[name])
+
+    @legalizes(f"relax.{name}")
+    def legalize(bb: BlockBuilder, call: Call) -> RelaxExpr:
+        return _elementwise(bb, call, name, fn, call.args, _pattern(call))
+
+    legalize.__name__ = f"legalize_{name}"
+
+
+for _name in _ARITH:
+    _make_binary(_name)
+
+
+# ---- unary ------------------------------------------------------------------------------------
+def _abs(x: PrimExpr) -> PrimExpr:
+    if is_float_dtype(x.dtype):
+        return T.fabs(x)
+    if x.dtype.code == DataTypeCode.UINT:
+        return x
+    return select(sop.less(x, 0), sop.neg(x), x)
+
+
+def _float_or_identity(fn: Callable[[PrimExpr], PrimExpr]) -> Callable[[PrimExpr], PrimExpr]:
+    # Rounding an integer changes nothing.
+    return lambda x: fn(x) if is_float_dtype(x.dtype) else x
+
+
+_UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
+    "exp": T.exp,
+    "log": T.log,
+    "sqrt": T.sqrt,
+    "rsqrt": T.rsqrt,
+    "tanh": T.tanh,
+    "sigmoid": T.sigmoid,
+    "erf": T.erf,
+    "abs": _abs,
+    "negative": sop.neg,
+    "round": _float_or_identity(T.round),
+    "floor": _float_or_identity(T.floor),
+    "ceil": _float_or_identity(T.ceil),
+    "logical_not": logical_not,
+}
+
+
+def _relu(x: PrimExpr) -> PrimExpr:
+    return sop.max_expr(x, sop.const(0, x.dtype))
+
+
+def _gelu(x: PrimExpr) -> PrimExpr:
+    half = sop.const(0.5, x.dtype)
+    return half * x * (sop.const(1.0, x.dtype) + T.erf(x * sop.const(1 / math.sqrt(2), x.dtype)))
+
+
+def _gelu_tanh(x: PrimExpr) -> PrimExpr:
+    c = sop.const(math.sqrt(2 / math.pi), x.dtype)
+    inner = c * (x + sop.const(0.044715, x.dtype) * x * x * x)
+    return sop.const(0.5, x.dtype) * x * (sop.const(1.0, x.dtype) + T.tanh(inner))
+
+
+def _silu(x: PrimExpr) -> PrimExpr:
+    return x * T.sigmoid(x)
+
+
+_ACTIVATIONS: dict[str, Callable[[PrimExpr], PrimExpr]] = {
+    "relu": _relu,
+    "gelu": _gelu,
+    "silu": _silu,
+}
+
+
+def _make_unary(op: str, name: str, fn: Callable[[PrimExpr], PrimExpr]) -> None:
+    @legalizes(op)
+    def legalize(bb: BlockBuilder, call: Call) -> RelaxExpr:
+        chosen = fn
+        if op == "relax.nn.gelu" and attr(call, "approximate", "none") == "tanh":
+            chosen = _gelu_tanh
+        return _elementwise(bb, call, name, chosen, call.args[:1], OpPattern.ELEMWISE)
+
+    legalize.__name__ = f"legalize_{name}"
+
+
+for _name, _fn in _UNARY.items():
+    _make_unary(f"relax.{_name}", _name, _fn)
+for _name, _fn in _ACTIVATIONS.items():
+    _make_unary(f"relax.nn.{_name}", _name, _fn)
+
+
+@legalizes("relax.clip")
+def legalize_clip(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """``min(max(x, lo), hi)`` (numpy's order when ``lo > hi``)."""
+    dtype = out_tensor_sinfo(call).dtype
+
+    def clip(x: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
+        return sop.min_expr(sop.max_expr(x, cast_to(lo, dtype)), cast_to(hi, dtype))
+
+    return _elementwise(bb, call, "clip", clip, call.args, OpPattern.ELEMWISE)
+
+
+@legalizes("relax.astype")
+def legalize_astype(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """An elementwise cast (to bool: ``!= 0``; float to int truncates)."""
+    return _elementwise(bb, call, "astype", lambda x: x, call.args[:1], OpPattern.ELEMWISE)
+
+
+@legalizes("relax.where")
+def legalize_where(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """``x1 if condition else x2`` with three-way broadcasting."""
+
+    def where(cond: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        return select(cond, *_same_type(a, b))
+
+    return _elementwise(bb, call, "where", where, call.args, _pattern(call))

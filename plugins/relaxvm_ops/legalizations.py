@@ -1,0 +1,12 @@
+"""The table of every legalization this package provides (imports each op family)."""
+
+from __future__ import annotations
+
+from . import _kernel, create, elementwise, linalg, manipulate, nn, reduction, structural  # noqa: F401
+
+__all__ = ["all_legalizations"]
+
+
+def all_legalizations() -> dict[str, _kernel.Legalization]:
+    """``op name -> func(bb, call)`` for every op legalized here."""
+    return dict(_kernel.LEGALIZATIONS)
