@@ -8,7 +8,7 @@ See ``docs/ops.md`` for the list of ops and how to add one.
 
 from __future__ import annotations
 
-from . import nn
+from . import memory, nn
 from .create import *  # noqa: F403
 from .create import __all__ as _create_all
 from .elementwise import *  # noqa: F403
@@ -17,6 +17,7 @@ from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .manipulate import *  # noqa: F403
 from .manipulate import __all__ as _manipulate_all
+from .memory import builtin, call_builtin_with_ctx, vm
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
 from .registry import (
@@ -41,8 +42,12 @@ __all__ = [
     "get_op_info",
     "infer",
     "infer_struct_info",
+    "builtin",
+    "call_builtin_with_ctx",
     "list_ops",
+    "memory",
     "nn",
+    "vm",
     "register_op",
     *_create_all,
     *_elementwise_all,

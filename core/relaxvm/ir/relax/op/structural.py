@@ -194,6 +194,12 @@ register_op(
     doc="call a closure",
 )
 register_op(
+    "relax.invoke_pure_closure",
+    num_inputs=2,
+    infer=_infer_invoke_closure,
+    doc="call a closure known to be pure",
+)
+register_op(
     "relax.to_vdevice",
     num_inputs=1,
     infer=_infer_to_vdevice,
@@ -309,6 +315,14 @@ def invoke_closure(
     return make_call(name, [closure, _as_tuple(args)], None, _out_sinfo(name, sinfo_args))
 
 
+def invoke_pure_closure(
+    closure: RelaxExpr, args: RelaxExpr | Sequence[RelaxExpr], sinfo_args: Any
+) -> Call:
+    """Like :func:`invoke_closure`, but the caller promises the call is pure."""
+    name = "relax.invoke_pure_closure"
+    return make_call(name, [closure, _as_tuple(args)], None, _out_sinfo(name, sinfo_args))
+
+
 def to_vdevice(data: RelaxExpr, dst_vdevice: Device) -> Call:
     """Copy ``data`` to device ``dst_vdevice``."""
     if not isinstance(dst_vdevice, Device):
@@ -324,6 +338,7 @@ __all__ = [
     "call_tir",
     "call_tir_inplace",
     "invoke_closure",
+    "invoke_pure_closure",
     "make_closure",
     "null_value",
     "print",
