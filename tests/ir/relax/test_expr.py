@@ -92,7 +92,7 @@ def test_leaf_struct_info() -> None:
     assert str(prim) == "R.prim_value(n + 1)"
     assert PrimValue(3).struct_info == PrimStructInfo(value=3)
     assert (
-        StringImm("hi").struct_info == ObjectStructInfo() and str(StringImm("hi")) == "R.str('hi')"
+        StringImm("hi").struct_info == ObjectStructInfo() and str(StringImm("hi")) == 'R.str("hi")'
     )
     assert DataTypeImm("float16").value == "float16"
     assert str(DataTypeImm("float16")) == 'R.dtype("float16")'
@@ -163,14 +163,18 @@ def test_bindings_blocks_seq_and_function_struct_info() -> None:
     assert func.struct_info == FuncStructInfo([x.struct_info], gv.struct_info, purity=True)
     assert func.attrs["global_symbol"] == "main"
     text = str(func)
-    assert text.splitlines()[:2] == [
+    assert text.splitlines()[:6] == [
+        "# from relaxvm.script import relax as R",
+        "# from relaxvm.script import tir as T",
+        "",
         "@R.function",
-        'def main(x: R.Tensor((n,), dtype="float32")) -> R.Tensor((n,), dtype="float32"):',
+        'def main(x: R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n",), dtype="float32"):',
+        "    n = T.int64()",
     ]
     assert "        R.output(gv)" in text and text.endswith("    return gv")
     impure = Function([x], seq, ObjectStructInfo(), is_pure=False)
     assert impure.struct_info == FuncStructInfo([x.struct_info], ObjectStructInfo(), False)
-    assert str(impure).startswith("@R.function(pure=False)")
+    assert "@R.function(pure=False, private=True)" in str(impure)
     renamed = func.with_attr("global_symbol", "other")
     assert renamed.attrs["global_symbol"] == "other" and func.attrs["global_symbol"] == "main"
     assert renamed.body is func.body
@@ -189,10 +193,10 @@ def test_match_cast_and_if_printing() -> None:
     text = str(SeqExpr([BindingBlock([VarBinding(out, branch)])], out))
     assert text.splitlines() == [
         "if c:",
-        "    out = x",
+        "    out: R.Tensor(ndim=1) = x",
         "else:",
         '    y: R.Tensor((m,), dtype="float32") = R.match_cast(x, R.Tensor((m,), dtype="float32"))',
-        "    out = y",
+        "    out: R.Tensor(ndim=1) = y",
         "return out",
     ]
     with pytest.raises(VMTypeError, match=r"MatchCast: struct_info must be a StructInfo"):

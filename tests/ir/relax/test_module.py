@@ -107,7 +107,10 @@ def test_attributes_are_copied_on_write() -> None:
 def test_script_and_repr() -> None:
     mod = IRModule({"main": identity_function()})
     text = mod.script()
-    assert text.startswith("@I.ir_module\nclass Module:\n    @R.function\n    def main(")
+    assert text.startswith(
+        "# from relaxvm.script import ir as I\n# from relaxvm.script import relax as R\n\n"
+        "@I.ir_module\nclass Module:\n    @R.function(private=True)\n    def main("
+    )
     assert repr(mod) == "IRModule(main)"
     assert str(mod) == text
 

@@ -53,7 +53,7 @@ def test_split_divisible_has_no_guard() -> None:
     i, _ = sch.get_loops("C")
     outer, inner = sch.split(i, [None, 3])
     assert "if " not in sch.func.script()
-    assert "for i_0 in range(2):" in sch.func.script()
+    assert "for i_0, i_1, j in T.grid(T.int64(2), T.int64(3), T.int64(7)):" in sch.func.script()
     assert [outer.name, inner.name] == ["i_0", "i_1"]
     _check_matmul(sch.func)
     _check_matmul(func)  # the original is untouched
@@ -66,7 +66,8 @@ def test_split_non_divisible_and_symbolic_is_guarded() -> None:
     sch.split(i, [None, 4])
     sch.split(k, [2, 3])  # 2 * 3 covers 5 with one guarded step
     text = sch.func.script()
-    assert "if i_0 * 4 + i_1 < n:" in text and "if k_0 * 3 + k_1 < 5:" in text
+    assert "if i_0 * T.int64(4) + i_1 < n:" in text
+    assert "if k_0 * T.int64(3) + k_1 < T.int64(5):" in text
     for rows in (3, 8):
         _check_matmul(sch.func, rows)
 
@@ -87,7 +88,7 @@ def test_reorder_and_fuse_and_kinds() -> None:
     kinds = _kinds(sch.func)
     assert kinds[fused.name] is ForKind.PARALLEL
     assert kinds["i_0"] is ForKind.UNROLLED and kinds["k_1"] is ForKind.VECTORIZED
-    assert "for j_i_1_fused in T.parallel(21):" in sch.func.script()
+    assert "for j_i_1_fused in T.parallel(T.int64(21)):" in sch.func.script()
     _check_matmul(sch.func)
 
 
@@ -96,7 +97,7 @@ def test_bind_threads() -> None:
     sch = tir.Schedule(func)
     i, j = sch.get_loops("C")
     sch.bind(sch.fuse(i, j), "threadIdx.x")
-    assert 'T.thread_binding(42, thread="threadIdx.x")' in sch.func.script()
+    assert 'T.thread_binding(T.int64(42), thread="threadIdx.x")' in sch.func.script()
     _check_matmul(sch.func)
     with pytest.raises(VMValueError, match="needs thread_binding in"):
         sch.bind(sch.get_loops("C")[0], "warp.x")
@@ -157,9 +158,12 @@ def test_cache_reduction_in_local_then_parallelize() -> None:
     acc = sch.cache_reduction("C")
     assert acc.scope == "local" and acc.shape == (1,) and acc.name == "C_local"
     text = sch.func.script()
-    assert 'C_local = T.alloc_buffer((1,), "float32", scope="local")' in text
-    assert "C_local[0] = C_local[0] + A[i, k_0 * 2 + k_1] * B[k_0 * 2 + k_1, j]" in text
-    assert "C[i, j] = C_local[0]" in text
+    assert 'C_local = T.alloc_buffer((T.int64(1),), "float32", scope="local")' in text
+    assert (
+        "C_local[T.int64(0)] = C_local[T.int64(0)] + A[i, k_0 * T.int64(2) + k_1] * B[k_0 * T.int64(2) + k_1, j]"
+        in text
+    )
+    assert "C[i, j] = C_local[T.int64(0)]" in text
     i, j = sch.get_loops("C")
     sch.parallel(sch.fuse(i, j))
     sch.unroll(ki)

@@ -33,12 +33,11 @@ def test_matmul_via_sum_lowers_to_init_and_update() -> None:
     k = te.reduce_axis((0, 3), name="k")
     c = te.compute((4, 5), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     func = te.create_prim_func([a, b, c])
-    assert func.script().splitlines()[3:] == [
-        "    for i in range(4):",
-        "        for j in range(5):",
-        "            C[i, j] = 0.0",
-        "            for k in range(3):",
-        "                C[i, j] = C[i, j] + A[i, k] * B[k, j]",
+    assert func.script().splitlines()[5:] == [
+        "    for i, j in T.grid(T.int64(4), T.int64(5)):",
+        "        C[i, j] = T.float32(0.0)",
+        "        for k in range(T.int64(3)):",
+        "            C[i, j] = C[i, j] + A[i, k] * B[k, j]",
     ]
     x, y, out = _rand(4, 3), _rand(3, 5), np.zeros((4, 5), "float32")
     tir.run_prim_func(func, x, y, out)

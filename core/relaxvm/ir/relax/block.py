@@ -196,3 +196,9 @@ class Function(RelaxExpr):
     def without_attr(self, key: str) -> Function:
         """A copy of this function without attribute ``key`` (if present)."""
         return self.with_attrs({k: v for k, v in self.attrs.items() if k != key})
+
+    def script(self, name: str | None = None) -> str:
+        """TVMScript text of this function alone (named after its ``global_symbol``)."""
+        from .text import function_to_script
+
+        return function_to_script(self, name)

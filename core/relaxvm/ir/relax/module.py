@@ -218,20 +218,10 @@ class IRModule:
 
     # ---- printing --------------------------------------------------------------------------
     def script(self) -> str:
-        """TVMScript-like text of the whole module (readable, not yet parseable back)."""
-        from .text import function_to_str
+        """TVMScript text of the whole module (``relaxvm.script.from_source`` reads it back)."""
+        from .text import module_to_str
 
-        lines = ["@I.ir_module", "class Module:"]
-        for gvar in self.get_global_vars():
-            func = self._functions[gvar]
-            body = (
-                function_to_str(func, gvar.name_hint)
-                if isinstance(func, Function)
-                else f"{gvar.name_hint} = {func!r}"
-            )
-            lines.extend("    " + line for line in body.splitlines())
-            lines.append("")
-        return "\n".join(lines).rstrip() + "\n"
+        return module_to_str(self)
 
     def __str__(self) -> str:
         return self.script()

@@ -110,7 +110,7 @@ class PrimFunc:
         return PrimFunc(self.params, body, self.buffer_map, self.attrs)
 
     def script(self) -> str:
-        """Readable ``@T.prim_func`` text (deterministic; not yet parsable)."""
+        """``@T.prim_func`` TVMScript text (``relaxvm.script.from_source`` reads it back)."""
         from .script import prim_func_to_str  # the printer imports this module
 
         return prim_func_to_str(self)

@@ -366,7 +366,7 @@ def _cache_reduction(schedule: Schedule, buffer_name: str) -> Buffer:
             BufferStore(target, acc[zero], indices),
         ),
     )
-    new_seq = SeqStmt([*seq_stmt.seq[:position], cached, *seq_stmt.seq[position + 2 :]])
+    new_seq = seq(*seq_stmt.seq[:position], cached, *seq_stmt.seq[position + 2 :])
 
     class _SwapSeq(StmtMutator):
         def visit_seq_stmt_(self, stmt: SeqStmt) -> Stmt:
