@@ -7,6 +7,7 @@ variables as the Relax function around the call.
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -94,7 +95,10 @@ def _primfunc_name(te_func: Callable[..., Any], hint: str | None) -> str:
     if hint:
         return hint
     name = re.sub(r"\W", "_", getattr(te_func, "__name__", "te_func")).strip("_")
-    return name or "te_func"
+    # A lambda is named "<lambda>": a keyword once cleaned, which the printer would rename.
+    if not name or keyword.iskeyword(name):
+        return "te_func"
+    return name
 
 
 def build_call_tir(
