@@ -55,6 +55,26 @@ def __getattr__(name: str) -> Any:
     return module
 
 
+def compile(mod: Any, target: Any = None, **kwargs: Any) -> Executable:
+    """Compile a Relax IRModule into an :class:`Executable` (TVM's ``tvm.compile``).
+
+    ``target`` is ``None``, ``"llvm"``, ``"cuda"``, a dict or a ``relaxvm.target.Target``;
+    keyword arguments (``relax_pipeline``, ``params``, ``exec_mode``) are those of
+    :func:`relaxvm.relax.build`. The compiler is imported on first use, so that
+    ``import relaxvm`` stays light for running executables.
+
+    Raises
+    ------
+    CompileError
+        The module cannot be compiled (the message names the function, binding and reason).
+    ValueError
+        ``exec_mode`` is unknown.
+    """
+    from .backend.build import compile as compile_module
+
+    return compile_module(mod, target, **kwargs)
+
+
 def load_module(path: str | os.PathLike[str]) -> Executable:
     """Load a file written by :meth:`Executable.export_library` (or :meth:`Executable.save`).
 
@@ -88,6 +108,7 @@ __all__ = [
     "VMInstrumentReturnKind",
     "VirtualMachine",
     "__version__",
+    "compile",
     "cpu",
     "cuda",
     "device",

@@ -41,6 +41,7 @@ class PreparedFunction:
     __slots__ = (
         "closure",
         "code",
+        "compiled",
         "info",
         "invoke",
         "name",
@@ -61,6 +62,8 @@ class PreparedFunction:
         # Per Call instruction (by pc): (callee, symbol, operand slots), for instrumented runs.
         self.operands: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
         self.invoke: Callable[..., Any] = not_ready
+        # Compiled mode: the function generated from the bytecode (relaxvm.backend.vm_compiled).
+        self.compiled: Callable[..., Any] = not_ready
         self.closure: VMClosure | None = None
 
 
@@ -101,6 +104,7 @@ def prepare(
 
     code: list[tuple[int, Any, Any]] = []
     fn.operands = {}
+    intrinsics = _intrinsics() if instrument is None else {}
     for pc in range(info.start_instr, info.end_instr):
         ins: Instruction = ex.instructions[pc]
         if ins.opcode is Opcode.CALL:
@@ -111,7 +115,11 @@ def prepare(
             dst = discard_slot if ins.reg == VOID_REGISTER else ins.reg
             local_pc = pc - info.start_instr
             fn.operands[local_pc] = (entry, callee_info.name, slots)
-            if instrument is None:
+            special = intrinsics.get(id(callee))
+            bound = special(callee, slots, template, size) if special is not None else None
+            if bound is not None:
+                pass
+            elif instrument is None:
                 bound = _bind_call(callee, slots, template, size)
             else:
                 bound = _bind_instrumented(callee, entry, callee_info.name, slots, instrument)
@@ -174,6 +182,71 @@ def _bind_call(
         return lambda regs: f(*t0, regs[r0], *t1, regs[r1], *t2, regs[r2], *t3)
     get = itemgetter(*slots)
     return lambda regs: f(*get(regs))
+
+
+def _intrinsics() -> dict[int, Callable[..., Any]]:
+    """Binders for the builtins every compiled program calls per op, by callee identity.
+
+    Each binder returns a closure doing exactly what the builtin's fast path does, or None
+    to bind the call normally; the builtin itself still handles every other case.
+    """
+    from . import registry
+
+    found: dict[int, Callable[..., Any]] = {}
+    null_value = registry.get_global_func("vm.builtin.null_value", allow_missing=True)
+    if null_value is not None:
+        found[id(null_value)] = _bind_null_value
+    alloc_tensor = registry.get_global_func("vm.builtin.alloc_tensor", allow_missing=True)
+    if alloc_tensor is not None:
+        found[id(alloc_tensor)] = _bind_alloc_tensor
+    return found
+
+
+def _null(regs: list[Any]) -> None:
+    return None
+
+
+def _bind_null_value(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> Callable[[list[Any]], Any] | None:
+    return _null if not slots else None
+
+
+def static_tensor_end(offset: Any, shape: Any, dtype: Any) -> int | None:
+    """The byte end of an ``alloc_tensor`` whose offset, shape and dtype are fixed values
+    (None when they are not: the call then goes to the builtin)."""
+    from .runtime import Shape
+
+    if type(offset) is not int or offset < 0 or type(shape) is not Shape:
+        return None
+    if type(dtype) is not DataType:
+        return None
+    size = 1
+    for dim in shape:
+        size *= dim
+    return offset + size * ((dtype.bits * dtype.lanes + 7) >> 3)
+
+
+def _bind_alloc_tensor(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> Callable[[list[Any]], Any] | None:
+    from .runtime import Storage, Tensor
+
+    if len(slots) != 4 or not slots[0] < size or min(slots[1:]) < size:
+        return None
+    s = slots[0]
+    offset, shape, dtype = (template[i] for i in slots[1:])
+    end = static_tensor_end(offset, shape, dtype)
+    if end is None:
+        return None
+
+    def alloc(regs: list[Any]) -> Any:
+        storage = regs[s]
+        if storage.__class__ is Storage and storage.nbytes >= end:
+            return Tensor(storage, offset, shape, dtype)
+        return f(storage, offset, shape, dtype)
+
+    return alloc
 
 
 def _bind_instrumented(

@@ -28,6 +28,9 @@ from .runtime import DataType, Module, Shape, Tensor
 
 __all__ = ["Executable", "VMFuncInfo", "VMFuncKind"]
 
+#: The ways a VM can run an executable's functions (TVM's ``exec_mode``).
+EXEC_MODES = ("bytecode", "compiled")
+
 #: Python types a constant-pool entry may have.
 CONSTANT_TYPES = (Tensor, Shape, str, int, float, DataType)
 
@@ -101,8 +104,19 @@ class Executable(Module):
         instr_offset: Sequence[int],
         instr_data: Sequence[int],
         memory_scopes: dict[int, str] | None = None,
+        exec_mode: str = "bytecode",
     ) -> None:
         super().__init__(name="relax.VMExecutable")
+        if exec_mode not in EXEC_MODES:
+            raise BytecodeError(
+                f"Executable: unknown exec_mode {exec_mode!r}; expected one of {EXEC_MODES}"
+            )
+        #: How a VM runs the functions: the dispatch loop ("bytecode") or Python generated
+        #: from the bytecode when the VM loads ("compiled"). Saved with the executable.
+        self.exec_mode: str = exec_mode
+        #: Kernel libraries among ``imports``: (target kind name, target string, module), for
+        #: ``export_library`` to serialize through the target kind.
+        self.kernel_libs: list[tuple[str, str, Module]] = []
         self.func_table: list[VMFuncInfo] = list(func_table)
         self.constants: list[Any] = list(constants)
         self.instr_offset: list[int] = list(instr_offset)
@@ -185,23 +199,40 @@ class Executable(Module):
         """Write everything needed to run this executable into one file, for
         :func:`relaxvm.load_module`.
 
-        Today that is the program itself (the format of :meth:`save`). Kernel libraries the
-        executable imports join the file once their target can serialize them; until then an
-        executable with imports is refused rather than written without its kernels.
+        The file holds the program and, for each kernel library the executable imports (from
+        ``relaxvm.compile``), the target kind, the target and the bytes that kind's
+        ``serialize`` made; loading reloads them through the kind's ``load``. Nothing in the
+        file is executed as Python.
 
         Raises
         ------
         ExecutableFormatError
-            The executable imports modules that cannot be serialized.
+            The executable imports a module that no installed target can serialize.
         """
-        if self.imports:
-            names = ", ".join(repr(m.name) for m in self.imports)
-            raise ExecutableFormatError(
-                f"export_library: this executable imports {names}, and no installed target "
-                "can serialize those modules yet; save() writes the program alone (its "
-                "callees must then be registered before the VM is built)"
-            )
-        self.save(path)
+        from .executable_format import save_file_with
+
+        libs: list[tuple[str, str, bytes]] = []
+        known = {id(module): (kind, target) for kind, target, module in self.kernel_libs}
+        for module in self.imports:
+            entry = known.get(id(module))
+            if entry is None:
+                raise ExecutableFormatError(
+                    f"export_library: this executable imports {module.name!r}, which no "
+                    "target built, and no installed target can serialize those modules yet; "
+                    "save() writes the program alone (its callees must then be registered "
+                    "before the VM is built)"
+                )
+            kind_name, target = entry
+            from .extensions import get_target_kind
+
+            kind = get_target_kind(kind_name)
+            if kind.serialize is None:
+                raise ExecutableFormatError(
+                    f"export_library: the kernels were built for target kind {kind_name!r}, "
+                    "which cannot serialize them"
+                )
+            libs.append((kind_name, target, kind.serialize(module)))
+        save_file_with(self, path, libs)
 
     def __repr__(self) -> str:
         return (

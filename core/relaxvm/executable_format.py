@@ -37,13 +37,17 @@ __all__ = [
     "load_file",
     "load_from_bytes",
     "save_file",
+    "save_file_with",
     "save_to_bytes",
 ]
 
 #: The first eight bytes of every relaxvm executable.
 MAGIC = b"RLXVMEX\x00"
-#: The only format version this code reads and writes; bump it whenever the layout changes.
+#: The base format version: files without extensions are written as version 1.
 FORMAT_VERSION = 1
+#: Version 1 plus an extension section after the code (exec mode, kernel libraries); written
+#: only when an executable needs it, so plain executables stay byte-identical to version 1.
+FORMAT_VERSION_EXT = 2
 #: magic (8) + version (u32) + CRC-32 of the body (u32) + body length (u64).
 HEADER_SIZE = 24
 #: Magic that opens each tensor payload (TVM's ``kTVMTensorMagic``).
@@ -128,12 +132,15 @@ class _Writer:
             raise
 
 
-def save_to_bytes(ex: Executable) -> bytes:
+def save_to_bytes(ex: Executable, kernel_libs: list[tuple[str, str, bytes]] | None = None) -> bytes:
     """Serialize ``ex`` to the relaxvm executable format (see ``docs/file_format.md``).
 
     Parameters
     ----------
     ex : Executable
+    kernel_libs : list of (target kind, target string, bytes), optional
+        Serialized kernel libraries to store (``export_library``); each is reloaded through
+        its target kind's ``load`` when the file is read.
 
     Returns
     -------
@@ -152,9 +159,35 @@ def save_to_bytes(ex: Executable) -> bytes:
     _write_constants(body, ex.constants)
     body.i64_vector(ex.instr_offset, "instr_offset")
     body.i64_vector(ex.instr_data, "instr_data")
+    extensions = _extensions(ex, kernel_libs or [])
+    version = FORMAT_VERSION
+    if extensions:
+        version = FORMAT_VERSION_EXT
+        body.put(_U64, len(extensions), "extension count")
+        for key, data in extensions:
+            body.string(key, "extension key")
+            body.put(_U64, len(data), f"length of extension {key!r}")
+            body.raw(data)
     payload = body.getvalue()
-    header = MAGIC + struct.pack("<IIQ", FORMAT_VERSION, zlib.crc32(payload), len(payload))
+    header = MAGIC + struct.pack("<IIQ", version, zlib.crc32(payload), len(payload))
     return header + payload
+
+
+def _extensions(
+    ex: Executable, kernel_libs: list[tuple[str, str, bytes]]
+) -> list[tuple[str, bytes]]:
+    """The extension records of ``ex``: ``(key, payload)``."""
+    records: list[tuple[str, bytes]] = []
+    if ex.exec_mode != "bytecode":
+        records.append(("exec_mode", ex.exec_mode.encode("utf-8")))
+    for kind, target, data in kernel_libs:
+        out = _Writer()
+        out.string(kind, "kernel library target kind")
+        out.string(target, "kernel library target")
+        out.put(_U64, len(data), "kernel library length")
+        out.raw(bytes(data))
+        records.append(("kernel_lib", out.getvalue()))
+    return records
 
 
 def _write_func_table(out: _Writer, table: list[VMFuncInfo]) -> None:
@@ -351,7 +384,7 @@ def load_from_bytes(data: bytes | bytearray | memoryview) -> Executable:
         raise TypeError(
             f"load_from_bytes: expected bytes, bytearray or memoryview, got {type(data).__name__}"
         ) from None
-    body_start = _check_header(view)
+    body_start, version = _check_header(view)
     reader = _Reader(view, body_start, len(view))
     table = _read_func_table(reader)
     scope_entries = _read_memory_scopes(reader)
@@ -367,15 +400,81 @@ def load_from_bytes(data: bytes | bytearray | memoryview) -> Executable:
         memory_scopes[const_idx] = scope
     instr_offset = reader.i64_vector("instr_offset")
     instr_data = reader.i64_vector("instr_data")
+    exec_mode = "bytecode"
+    kernel_libs: list[tuple[str, str, bytes, int]] = []
+    if version == FORMAT_VERSION_EXT:
+        exec_mode = _read_extensions(reader, kernel_libs)
     if reader.remaining:
         raise reader.fail(f"{reader.remaining} trailing bytes after the code section")
     try:
-        return Executable(table, constants, instr_offset, instr_data, memory_scopes)
+        ex = Executable(table, constants, instr_offset, instr_data, memory_scopes, exec_mode)
     except BytecodeError as err:
         raise ExecutableFormatError(f"file decodes but the program is invalid: {err}") from err
+    for kind, target, payload, offset in kernel_libs:
+        _load_kernel_lib(ex, kind, target, payload, offset)
+    return ex
 
 
-def _check_header(view: memoryview) -> int:
+def _read_extensions(reader: _Reader, kernel_libs: list[tuple[str, str, bytes, int]]) -> str:
+    """Read the version-2 extension section; returns the exec mode."""
+    from .executable import EXEC_MODES
+
+    exec_mode = "bytecode"
+    count = reader.count("the extension count", 16)
+    for index in range(count):
+        key = reader.string(f"the key of extension {index}")
+        size = reader.count(f"the length of extension {key!r}", 1)
+        start = reader.pos
+        data = bytes(reader.take(size, f"extension {key!r}"))
+        if key == "exec_mode":
+            try:
+                exec_mode = data.decode("utf-8")
+            except UnicodeDecodeError:
+                exec_mode = ""
+            if exec_mode not in EXEC_MODES:
+                raise reader.fail(f"unknown exec_mode {exec_mode!r} (expected {EXEC_MODES})", start)
+        elif key == "kernel_lib":
+            inner = _Reader(memoryview(data), 0, len(data))
+            kind = inner.string("kernel library target kind")
+            target = inner.string("kernel library target")
+            length = inner.count("kernel library length", 1)
+            payload = bytes(inner.take(length, "kernel library"))
+            if inner.remaining:
+                raise reader.fail(f"{inner.remaining} trailing bytes in a kernel library", start)
+            kernel_libs.append((kind, target, payload, start))
+        else:
+            raise reader.fail(f"unknown extension {key!r}; this relaxvm cannot run the file", start)
+    return exec_mode
+
+
+def _load_kernel_lib(ex: Executable, kind_name: str, target: str, data: bytes, offset: int) -> None:
+    """Reload one kernel library through its target kind and import it into ``ex``."""
+    from .errors import RegistryError
+    from .extensions import get_target_kind
+    from .target import Target
+
+    try:
+        kind = get_target_kind(kind_name)
+    except RegistryError as err:
+        raise ExecutableFormatError(
+            f"the executable holds kernels built for target kind {kind_name!r} (at offset "
+            f"{offset}), which is not installed here: {err}"
+        ) from None
+    if kind.load is None:
+        raise ExecutableFormatError(
+            f"the executable holds kernels for target kind {kind_name!r}, whose plugin cannot "
+            "load serialized kernels"
+        )
+    try:
+        parsed = Target(target)
+    except RegistryError as err:
+        raise ExecutableFormatError(f"kernel library target {target!r} is invalid: {err}") from None
+    module = kind.load(data, parsed)
+    ex.import_module(module)
+    ex.kernel_libs.append((kind_name, target, module))
+
+
+def _check_header(view: memoryview) -> tuple[int, int]:
     """Validate magic, version, length and checksum; return where the body starts."""
     size = len(view)
     magic = bytes(view[: len(MAGIC)])
@@ -390,10 +489,11 @@ def _check_header(view: memoryview) -> int:
     reader = _Reader(view, 0, size)
     reader.take(len(MAGIC), "the magic")
     version = reader.get(_U32, "the format version")
-    if version != FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, FORMAT_VERSION_EXT):
         raise ExecutableFormatError(
             f"unsupported executable format version {version} (at offset {len(MAGIC)}): this "
-            f"relaxvm reads version {FORMAT_VERSION} only"
+            f"relaxvm reads version {FORMAT_VERSION} (and {FORMAT_VERSION_EXT}, with "
+            "extensions) only"
         )
     checksum = reader.get(_U32, "the body checksum")
     body_length = reader.get(_U64, "the body length")
@@ -414,7 +514,7 @@ def _check_header(view: memoryview) -> int:
             f"{actual:#010x}, but the header (offset 12) says {checksum:#010x}; the file is "
             "corrupt"
         )
-    return HEADER_SIZE
+    return HEADER_SIZE, version
 
 
 def _read_func_table(reader: _Reader) -> list[VMFuncInfo]:
@@ -545,6 +645,15 @@ def _read_tensor(reader: _Reader, where: str) -> Tensor:
 # Files
 # ---------------------------------------------------------------------------------------------
 def save_file(ex: Executable, path: str | os.PathLike[str]) -> None:
+    """Write ``ex`` to ``path`` atomically (the program, without kernel libraries)."""
+    save_file_with(ex, path, None)
+
+
+def save_file_with(
+    ex: Executable,
+    path: str | os.PathLike[str],
+    kernel_libs: list[tuple[str, str, bytes]] | None,
+) -> None:
     """Write ``ex`` to ``path`` atomically.
 
     The bytes go to a temporary file in the same directory, which then replaces ``path`` in
@@ -558,7 +667,7 @@ def save_file(ex: Executable, path: str | os.PathLike[str]) -> None:
     OSError
         The directory cannot be written.
     """
-    data = save_to_bytes(ex)
+    data = save_to_bytes(ex, kernel_libs)
     target = os.fspath(path)
     directory, name = os.path.split(os.path.abspath(target))
     temp_path = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

@@ -131,11 +131,26 @@ class VirtualMachine:
             raise FunctionNotFoundError(_missing_message(missing))
 
     def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
+        if self.executable.exec_mode == "compiled":
+            # Python generated from the validated bytecode, now (the file holds data only).
+            from .backend.vm_compiled import compile_functions
+
+            compile_functions(self, instrument)
+            return
         for fn in self._functions.values():
             if fn.info.kind is VMFuncKind.VM_FUNC:
                 prepare(fn, self, instrument)
 
     def _make_invoker(self, fn: PreparedFunction) -> Callable[..., Any]:
+        if self.executable.exec_mode == "compiled":
+            num_args = fn.num_args
+
+            def invoke_compiled(*args: Any) -> Any:
+                if len(args) != num_args:
+                    raise VMError(_arity_message(fn, len(args)))
+                return fn.compiled(*args)
+
+            return invoke_compiled
         run = self._run
 
         def invoke(*args: Any) -> Any:

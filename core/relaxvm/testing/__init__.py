@@ -15,8 +15,15 @@ from typing import Any
 
 from .. import extensions, plugins, registry
 from ..runtime.device import _forget_device_apis
+from .targets import interpreter_target, registered_target
 
-__all__ = ["FakeEntryPoint", "installed_entry_points", "isolated_plugins"]
+__all__ = [
+    "FakeEntryPoint",
+    "installed_entry_points",
+    "interpreter_target",
+    "isolated_plugins",
+    "registered_target",
+]
 
 
 @dataclass

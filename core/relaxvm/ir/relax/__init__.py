@@ -9,6 +9,8 @@ normalized (A-normal form) functions from them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._base import RelaxExpr, RelaxNode, Span, update_struct_info
 from .block import (
     Binding,
@@ -59,6 +61,16 @@ from .block_builder import BlockBuilder, BlockBuilderError
 #: TVM's name for the base class of Relax expressions.
 Expr = RelaxExpr
 
+
+def __getattr__(name: str) -> Any:
+    # ``relax.build`` lives in the backend, which imports the passes: load it on first use.
+    if name == "build":
+        from ...backend.build import build
+
+        return build
+    raise AttributeError(f"module 'relaxvm.ir.relax' has no attribute {name!r}")
+
+
 __all__ = [
     "BaseCheckResult",
     "Binding",
@@ -98,6 +110,7 @@ __all__ = [
     "VarBinding",
     "WellFormedError",
     "assert_structural_equal",
+    "build",
     "const",
     "is_base_of",
     "is_well_formed",
