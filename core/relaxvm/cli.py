@@ -10,6 +10,8 @@ Subcommands
     Show a saved executable as text, as Python, or as statistics.
 ``run FILE``
     Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files.
+``compile MODEL.py`` / ``bench MODEL.py|FILE``
+    Compile a model file into an executable; time a function (see :mod:`relaxvm.cli_build`).
 
 Every expected failure (a missing or corrupt file, an unknown function, bad inputs, a failing
 program) prints one line to standard error and exits with status 1; ``--traceback`` shows the
@@ -174,6 +176,10 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=int, default=0, metavar="N", help="also time N runs")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs to an .npz file")
     run.set_defaults(handler=_cmd_run)
+
+    from .cli_build import add_commands
+
+    add_commands(commands)
     return parser
 
 

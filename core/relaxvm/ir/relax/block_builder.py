@@ -356,9 +356,13 @@ class BlockBuilder:
         value = self.normalize(expr)
         if isinstance(value, (*_LEAVES, Tuple)):
             return value
-        if self._func is None:
+        if not self._can_bind():
             return value  # nothing to bind into: normalize() outside a function
         return self._bind(value, self._in_dataflow, name_hint)
+
+    def _can_bind(self) -> bool:
+        """Whether there is a block to bind sub-expressions into (a function is open)."""
+        return self._func is not None
 
     def _normalize_call(self, call: Call) -> Call:
         op = call.op if isinstance(call.op, _LEAVES) else self._normalize_arg(call.op)

@@ -183,6 +183,9 @@ class PassBuilder(BlockBuilder):
         self.emit_normalized(VarBinding(var, value))
         return var
 
+    def _can_bind(self) -> bool:
+        return bool(self._open_blocks) or super()._can_bind()
+
     def _require_function(self, method: str) -> Any:
         if self._open_blocks:
             return self._func
