@@ -171,7 +171,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="MODULE[:FUNC]",
         help="import MODULE (from sys.path or the working directory) and call FUNC first, to "
         "register the kernels the executable calls; may be repeated (the demo's: "
-        "relaxvm.demo:register_kernels)",
+        "relaxvm.demo_bytecode:register_kernels)",
     )
     run.add_argument("--repeat", type=int, default=0, metavar="N", help="also time N runs")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs to an .npz file")

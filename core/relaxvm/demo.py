@@ -1,181 +1,79 @@
-"""The ``relaxvm demo`` program: a hand-compiled model run end to end on the VM.
+"""The ``relaxvm demo`` program: compile models for the LLVM CPU target and run them.
 
-The goal of relaxvm is "compile a model and run it on the LLVM CPU target". Until the compiler
-and the LLVM target exist, this demo plays the compiler's part by hand: it writes, with
-:class:`~relaxvm.ExecBuilder`, the bytecode that ``relaxvm.compile`` will emit for
+It is the README's main job, end to end:
 
-.. code-block:: python
+1. parse the seed example (``R.add(x, x)`` on a ``(3, 4)`` tensor) from script text, compile it
+   for ``llvm``, print its bytecode and check the result against numpy;
+2. compile a two-layer MLP with a symbolic batch size ``n`` (fused matmul + bias + relu
+   kernels), write it with ``export_library``, load it back with ``load_module`` (no
+   recompilation), run it for two batch sizes in both exec modes, check the results against
+   numpy, and check that a badly shaped input is refused with an error naming the parameter.
 
-    @R.function
-    def main(x: R.Tensor(("n", 8), "float32"), w: R.Tensor((8, 3), "float32"),
-             b: R.Tensor((3,), "float32")):
-        return R.nn.relu(R.matmul(x, w) + b)
-
-with a numpy function standing in for the compiled kernel. The program checks its inputs
-with the ``vm.builtin.*`` checks (binding ``n`` in the shape heap), computes the output size
-with a host "shape function", allocates the output with ``alloc_storage`` / ``alloc_tensor``
-and calls the kernel in destination-passing style, as compiled code does. The demo saves the
-executable to a file, loads it back, runs it for two values of ``n``, checks a bad input is
-rejected, and compares the results with numpy.
-
-Core never imports a plugin: builtins are named by string, and their codes (TVM's
-``MatchShapeCode`` / ``MakeShapeCode``) are written here as the integers the bytecode holds.
+It prints ``PASS`` or ``FAIL``; :func:`run_demo` returns the same as a bool.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
 
 from .errors import RelaxVMError
-from .exec_builder import ExecBuilder
-from .executable import Executable
-from .registry import get_global_func, register_func
-from .runtime import DataType, Tensor, cpu, tensor
+from .runtime import cpu, tensor
 from .vm import VirtualMachine
 
-__all__ = [
-    "KERNEL_NAME",
-    "SHAPE_FUNC_NAME",
-    "build_executable",
-    "reference",
-    "register_kernels",
-    "run_demo",
-]
+__all__ = ["MLP_SOURCE", "SEED_SOURCE", "reference_mlp", "run_demo"]
 
-#: The numpy "kernel": ``out = relu(x @ w + b)``, destination-passing.
-KERNEL_NAME = "demo.linear_relu"
-#: The host shape function: ``heap[1] = heap[0] * 3 * 4`` (output bytes from ``n``).
-SHAPE_FUNC_NAME = "demo.output_bytes"
+#: The seed example of the spec, as a user would write it.
+SEED_SOURCE = """\
+from relaxvm.script import ir as I, relax as R
 
-IN_FEATURES = 8
-OUT_FEATURES = 3
-_FLOAT32 = DataType("float32")
-_ITEMSIZE = 4
+@I.ir_module
+class MyModule:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32")):
+        return R.add(x, x)
+"""
 
-# MatchShapeCode / MakeShapeCode values (see the builtins plugin and docs/file_format.md).
-_ASSERT_EQUAL_TO_IMM = 0
-_STORE_TO_HEAP = 1
-_ASSERT_EQUAL_TO_LOAD = 3
-_USE_IMM = 0
-_LOAD_SHAPE = 1
-# Shape-heap slots: n, then the output's byte count.
-_SLOT_N = 0
-_SLOT_BYTES = 1
+#: A two-layer MLP with a symbolic batch size.
+MLP_SOURCE = """\
+from relaxvm.script import ir as I, relax as R
 
-#: The builtins the program calls; the demo refuses to run, naming them, if any is missing.
-REQUIRED_BUILTINS = (
-    "vm.builtin.alloc_shape_heap",
-    "vm.builtin.check_tensor_info",
-    "vm.builtin.match_shape",
-    "vm.builtin.make_shape",
-    "vm.builtin.alloc_storage",
-    "vm.builtin.alloc_tensor",
-)
+@I.ir_module
+class MLP:
+    @R.function
+    def main(
+        x: R.Tensor(("n", 64), "float32"),
+        w1: R.Tensor((64, 128), "float32"),
+        b1: R.Tensor((128,), "float32"),
+        w2: R.Tensor((128, 10), "float32"),
+        b2: R.Tensor((10,), "float32"),
+    ) -> R.Tensor(("n", 10), "float32"):
+        with R.dataflow():
+            h = R.nn.relu(R.add(R.matmul(x, w1), b1))
+            out = R.add(R.matmul(h, w2), b2)
+            R.output(out)
+        return out
+"""
 
 
-def _linear_relu(x: Tensor, w: Tensor, b: Tensor, out: Tensor) -> None:
-    """The stand-in kernel. Its inputs were checked by the program before this call, as
-    compiled kernels' are, so it only computes."""
-    result = x.host_array() @ w.host_array()
-    result += b.host_array()
-    np.maximum(result, 0, out=out.host_array())
+def reference_mlp(x: np.ndarray, params: list[np.ndarray]) -> np.ndarray:
+    """The MLP in numpy."""
+    w1, b1, w2, b2 = params
+    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
 
 
-def _output_bytes(heap: Tensor) -> None:
-    """The stand-in host shape function: computes a symbolic expression into the heap."""
-    words = heap.host_array()
-    words[_SLOT_BYTES] = words[_SLOT_N] * OUT_FEATURES * _ITEMSIZE
-
-
-def register_kernels() -> None:
-    """Register the demo's kernel and shape function (idempotent).
-
-    An executable file holds only names, so any process that runs a saved demo executable
-    calls this first (``relaxvm run FILE --import relaxvm.demo:register_kernels``).
-
-    Raises
-    ------
-    RegistryError
-        Another function already holds one of the demo's names.
-    """
-    for name, func in ((KERNEL_NAME, _linear_relu), (SHAPE_FUNC_NAME, _output_bytes)):
-        if get_global_func(name, allow_missing=True) is not func:
-            register_func(name, func)
-
-
-def _err_ctx(index: int, name: str, annotation: str) -> str:
-    # The compiler's error-context prefix: a failed check names the function and parameter.
-    return f"ErrorContext(fn=main, loc=param[{index}], param={name}, annotation={annotation}) "
-
-
-def build_executable() -> Executable:
-    """The bytecode of ``main(x, w, b) = relu(x @ w + b)``, as the compiler would emit it."""
-    ib = ExecBuilder()
-    f32 = _FLOAT32
-    x, w, b = ib.r(0), ib.r(1), ib.r(2)
-    heap, nbytes, storage, out_shape, out = ib.r(3), ib.r(4), ib.r(5), ib.r(6), ib.r(7)
-    x_ann = f'R.Tensor((n, {IN_FEATURES}), "float32")'
-    w_ann = f'R.Tensor(({IN_FEATURES}, {OUT_FEATURES}), "float32")'
-    b_ann = f'R.Tensor(({OUT_FEATURES},), "float32")'
-    with ib.function("main", num_inputs=3, param_names=["x", "w", "b"]):
-        ib.emit_call("vm.builtin.alloc_shape_heap", args=[ib.vm_state(), ib.imm(2)], dst=heap)
-        for index, (reg, ndim, name, ann) in enumerate(
-            ((x, 2, "x", x_ann), (w, 2, "w", w_ann), (b, 1, "b", b_ann))
-        ):
-            ib.emit_call(
-                "vm.builtin.check_tensor_info", args=[reg, ndim, f32, _err_ctx(index, name, ann)]
-            )
-        # x: bind n (first dimension) into the heap, the second must be 8.
-        ib.emit_call(
-            "vm.builtin.match_shape",
-            args=[x, heap, 2, _STORE_TO_HEAP, _SLOT_N, _ASSERT_EQUAL_TO_IMM, IN_FEATURES,
-                  _err_ctx(0, "x", x_ann)],
-        )  # fmt: skip
-        ib.emit_call(
-            "vm.builtin.match_shape",
-            args=[w, heap, 2, _ASSERT_EQUAL_TO_IMM, IN_FEATURES, _ASSERT_EQUAL_TO_IMM,
-                  OUT_FEATURES, _err_ctx(1, "w", w_ann)],
-        )  # fmt: skip
-        ib.emit_call(
-            "vm.builtin.match_shape",
-            args=[b, heap, 1, _ASSERT_EQUAL_TO_IMM, OUT_FEATURES, _err_ctx(2, "b", b_ann)],
-        )
-        ib.emit_call(SHAPE_FUNC_NAME, args=[heap])
-        ib.emit_call("vm.builtin.make_shape", args=[heap, 1, _LOAD_SHAPE, _SLOT_BYTES], dst=nbytes)
-        ib.emit_call(
-            "vm.builtin.alloc_storage",
-            args=[ib.vm_state(), nbytes, ib.imm(0), f32, "global"],
-            dst=storage,
-        )
-        ib.emit_call(
-            "vm.builtin.make_shape",
-            args=[heap, 2, _LOAD_SHAPE, _SLOT_N, _USE_IMM, OUT_FEATURES],
-            dst=out_shape,
-        )
-        ib.emit_call("vm.builtin.alloc_tensor", args=[storage, 0, out_shape, f32], dst=out)
-        ib.emit_call(KERNEL_NAME, args=[x, w, b, out])
-        # A function's return value is checked too: y must be (n, 3) with the same n.
-        ib.emit_call(
-            "vm.builtin.match_shape",
-            args=[out, heap, 2, _ASSERT_EQUAL_TO_LOAD, _SLOT_N, _ASSERT_EQUAL_TO_IMM,
-                  OUT_FEATURES, "ErrorContext(fn=main, loc=return) "],
-        )  # fmt: skip
-        ib.emit_ret(out)
-    return ib.get()
-
-
-def reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """What ``main`` must compute, in numpy."""
-    return np.maximum(x @ w + b, 0)
-
-
-def _missing_builtins() -> list[str]:
-    return [name for name in REQUIRED_BUILTINS if get_global_func(name, allow_missing=True) is None]
+def _close(got: Any, want: np.ndarray) -> tuple[bool, str]:
+    array = got.numpy() if hasattr(got, "numpy") else None
+    if array is None or array.shape != want.shape:
+        return False, f"got {got!r}"
+    error = float(np.max(np.abs(array - want))) if want.size else 0.0
+    ok = array.dtype == want.dtype and np.allclose(array, want, rtol=1e-4, atol=1e-4)
+    return ok, f"max abs error {error:.2e}"
 
 
 def run_demo(
@@ -183,96 +81,99 @@ def run_demo(
     show_text: bool = True,
     out: TextIO | None = None,
     seed: int = 0,
+    target: str = "llvm",
 ) -> bool:
-    """Build, save, load, print and run the demo program; compare with numpy.
+    """Compile, export, load and run the demo models; compare with numpy.
 
     Parameters
     ----------
     save_path : str, optional
-        Where to write the executable (kept); by default a temporary file, removed after.
+        Where to write the MLP's executable (kept); by default a temporary file.
     show_text : bool
-        Print the loaded executable's ``as_text()``.
+        Print the seed example's script and bytecode.
     out : text stream, optional
         Where to print (standard output by default).
     seed : int
-        Seed for the random inputs.
+        Seed for the random inputs and weights.
+    target : str
+        The target to compile for.
 
     Returns
     -------
     bool
-        True when every result matches numpy and the bad input is rejected.
-
-    Raises
-    ------
-    RelaxVMError
-        A builtin is missing or the executable cannot be saved, loaded or run.
+        True when every result matches numpy and the bad input is refused.
     """
+    from . import compile as compile_module
+    from . import load_module
+    from .script import from_source
 
     def say(text: str = "") -> None:
-        print(text, file=out)
+        print(text, file=out, flush=True)
 
-    missing = _missing_builtins()
-    if missing:
-        raise RelaxVMError(
-            f"relaxvm demo needs the builtins {', '.join(missing)}, which no installed plugin "
-            "registers (is the builtins plugin installed and up to date?)"
-        )
-    register_kernels()
-    say(
-        f"relaxvm demo: y = relu(x @ w + b), x: (n, {IN_FEATURES}), w: ({IN_FEATURES}, "
-        f"{OUT_FEATURES}), b: ({OUT_FEATURES},), all float32"
-    )
-    say(
-        "(hand-written bytecode standing in for relaxvm.compile; a numpy kernel stands in for LLVM)"
-    )
-    built = build_executable()
-    with tempfile.TemporaryDirectory(prefix="relaxvm-demo-") as scratch:
-        path = save_path or os.path.join(scratch, "demo.rvm")
-        built.save(path)
-        loaded = Executable.load(path)
-        kind = "" if save_path else "a temporary file, "
-        say(f"saved the executable ({kind}{os.path.getsize(path)} bytes) to {path}; loaded it back")
-    same_text = loaded.as_text() == built.as_text()
-    say(f"as_text() identical after the round trip: {'yes' if same_text else 'NO'}")
-    if show_text:
-        say("--- as_text() ---")
-        say(loaded.as_text().rstrip("\n"))
-        say("-----------------")
-    ok = same_text and _run_checks(VirtualMachine(loaded, cpu()), say, seed)
-    say("PASS" if ok else "FAIL")
-    return ok
-
-
-def _run_checks(vm: VirtualMachine, say: Callable[[str], None], seed: int) -> bool:
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal((IN_FEATURES, OUT_FEATURES)).astype("float32")
-    b = rng.standard_normal(OUT_FEATURES).astype("float32")
     ok = True
-    for n in (5, 2):
-        x = rng.standard_normal((n, IN_FEATURES)).astype("float32")
-        result: Any = vm["main"](tensor(x), tensor(w), tensor(b))
-        expected = reference(x, w, b)
-        got = result.numpy() if isinstance(result, Tensor) else None
-        match = (
-            got is not None
-            and got.shape == expected.shape
-            and got.dtype == expected.dtype
-            and np.allclose(got, expected, rtol=1e-5, atol=1e-5)
-        )
-        if got is not None and got.shape == expected.shape:
-            detail = f"max abs error {float(np.max(np.abs(got - expected))):.2e}"
-        else:
-            detail = f"got {result!r}"
-        say(
-            f"n={n}: y {expected.shape} {'matches' if match else 'DOES NOT match'} numpy ({detail})"
-        )
-        ok = ok and match
-    bad = tensor(np.zeros((2, IN_FEATURES + 1), "float32"))
+    say(f"relaxvm demo: compile and run on the {target} target")
+    # -- 1. the seed example -------------------------------------------------------------
+    seed_mod = from_source(SEED_SOURCE, source_name="<seed example>")
+    started = time.perf_counter()
+    seed_ex = compile_module(seed_mod, target=target)
+    say(f"[seed] compiled MyModule in {time.perf_counter() - started:.2f} s")
+    if show_text:
+        say("--- script ---")
+        say(SEED_SOURCE.rstrip("\n"))
+        say("--- bytecode (as_text) ---")
+        say(seed_ex.as_text().rstrip("\n"))
+        say("--------------")
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    match, detail = _close(VirtualMachine(seed_ex, cpu())["main"](tensor(x)), x + x)
+    say(f"[seed] main(x) {'matches' if match else 'DOES NOT match'} numpy x + x ({detail})")
+    ok &= match
+    # -- 2. the dynamic-batch MLP --------------------------------------------------------
+    mlp_mod = from_source(MLP_SOURCE, source_name="<demo MLP>")
+    rng = np.random.default_rng(seed)
+    params = [
+        (rng.standard_normal(shape) / np.sqrt(shape[0])).astype("float32")
+        for shape in [(64, 128), (128,), (128, 10), (10,)]
+    ]
+    with tempfile.TemporaryDirectory(prefix="relaxvm-demo-") as scratch:
+        for exec_mode in ("bytecode", "compiled"):
+            started = time.perf_counter()
+            built = compile_module(mlp_mod, target=target, exec_mode=exec_mode)
+            seconds = time.perf_counter() - started
+            path = save_path if save_path and exec_mode == "bytecode" else None
+            path = path or os.path.join(scratch, f"mlp_{exec_mode}.rvm")
+            built.export_library(path)
+            loaded = load_module(path)
+            say(
+                f"[mlp/{exec_mode}] compiled in {seconds:.2f} s; exported to {path} "
+                f"({os.path.getsize(path)} bytes) and loaded back"
+            )
+            ok &= _check_mlp(VirtualMachine(loaded, cpu()), params, rng, say, exec_mode)
+    say("PASS" if ok else "FAIL")
+    return bool(ok)
+
+
+def _check_mlp(
+    vm: VirtualMachine,
+    params: list[np.ndarray],
+    rng: np.random.Generator,
+    say: Callable[[str], None],
+    label: str,
+) -> bool:
+    ok = True
+    tensors = [tensor(p) for p in params]
+    for n in (1, 16):
+        x = rng.standard_normal((n, 64)).astype("float32")
+        want = reference_mlp(x, params)
+        match, detail = _close(vm["main"](tensor(x), *tensors), want)
+        verdict = "matches" if match else "DOES NOT match"
+        say(f"[mlp/{label}] n={n}: out {want.shape} {verdict} numpy ({detail})")
+        ok &= match
     try:
-        vm["main"](bad, tensor(w), tensor(b))
+        vm["main"](tensor(np.zeros((2, 63), "float32")), *tensors)
     except RelaxVMError as err:
-        say(f"bad input x: (2, {IN_FEATURES + 1}) rejected: {type(err).__name__}: {err}")
+        first_line = str(err).splitlines()[0]
+        say(f"[mlp/{label}] bad input x: (2, 63) refused: {type(err).__name__}: {first_line}")
     else:
-        say(f"bad input x: (2, {IN_FEATURES + 1}) was NOT rejected")
+        say(f"[mlp/{label}] bad input x: (2, 63) was NOT refused")
         ok = False
     return ok

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm import cli, demo
+from relaxvm import cli, demo, demo_bytecode
 from relaxvm.testing import FakeEntryPoint, installed_entry_points, isolated_plugins
 
 _HAS_FORMAT = Path(relaxvm.__file__).with_name("executable_format.py").exists()
@@ -37,9 +37,9 @@ def assert_one_line_error(status: int, err: str, pattern: str) -> None:
 
 @pytest.fixture
 def demo_file(tmp_path: Path) -> Path:
-    demo.register_kernels()
+    demo_bytecode.register_kernels()
     path = tmp_path / "demo.rvm"
-    demo.build_executable().save(path)
+    demo_bytecode.build_executable().save(path)
     return path
 
 
@@ -58,22 +58,23 @@ def tuple_file(tmp_path: Path) -> Path:
 
 
 # -- demo --------------------------------------------------------------------------------------
-@needs_format
 def test_demo_passes_and_prints_the_program(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_cli(capsys, "demo")
     assert status == 0
     assert out.rstrip().endswith("PASS")
-    assert "@main:" in out and "call  demo.linear_relu" in out
-    assert "as_text() identical after the round trip: yes" in out
-    assert "n=5: y (5, 3) matches numpy" in out and "n=2: y (2, 3) matches numpy" in out
-    assert "bad input x: (2, 9) rejected" in out
+    assert "class MyModule:" in out and "@main:" in out and "call  add" in out
+    assert "[seed] main(x) matches numpy x + x" in out
+    for mode in ("bytecode", "compiled"):
+        assert f"[mlp/{mode}] n=1: out (1, 10) matches numpy" in out
+        assert f"[mlp/{mode}] n=16: out (16, 10) matches numpy" in out
+        assert f"[mlp/{mode}] bad input x: (2, 63) refused: VMError" in out
+        assert "param=x" in out
 
 
-@needs_format
 def test_demo_reports_fail_and_exits_1_on_mismatch(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(demo, "reference", lambda x, w, b: np.maximum(x @ w + b, 0) + 1)
+    monkeypatch.setattr(demo, "reference_mlp", lambda x, p: np.zeros((x.shape[0], 10), "float32"))
     status, out, _ = run_cli(capsys, "demo", "--no-text")
     assert status == 1
     assert out.rstrip().endswith("FAIL")
@@ -81,15 +82,18 @@ def test_demo_reports_fail_and_exits_1_on_mismatch(
     assert "@main:" not in out
 
 
-@needs_format
 def test_demo_save_keeps_a_loadable_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = tmp_path / "kept.rvm"
     status, out, _ = run_cli(capsys, "demo", "--no-text", "--save", str(path))
     assert status == 0
-    assert f"to {path}; loaded it back" in out
-    assert relaxvm.Executable.load(path).as_text() == demo.build_executable().as_text()
+    assert f"exported to {path}" in out
+    loaded = relaxvm.load_module(path)
+    x = np.ones((3, 64), "float32")
+    params = [np.full(s, 0.01, "float32") for s in [(64, 128), (128,), (128, 10), (10,)]]
+    got = relaxvm.VirtualMachine(loaded, relaxvm.cpu())["main"](*map(relaxvm.tensor, [x, *params]))
+    np.testing.assert_allclose(got.numpy(), demo.reference_mlp(x, params), rtol=1e-5)
 
 
 # -- plugins -----------------------------------------------------------------------------------
@@ -204,10 +208,10 @@ def test_run_npz_by_parameter_name_matches_numpy(
     out_path = tmp_path / "out.npz"
     status, out, err = run_cli(
         capsys, "run", str(demo_file), "--inputs", str(tmp_path / "in.npz"),
-        "--output", str(out_path), "--import", "relaxvm.demo:register_kernels",
+        "--output", str(out_path), "--import", "relaxvm.demo_bytecode:register_kernels",
     )  # fmt: skip
     assert status == 0, err
-    expected = demo.reference(x, w, b)
+    expected = demo_bytecode.reference(x, w, b)
     assert "main(x, w, b) returned:" in out
     assert "output: Tensor shape=(4, 3) dtype=float32" in out
     assert f"max={expected.max():.6g}" in out
@@ -324,7 +328,7 @@ def test_run_error_inside_the_program_names_the_vm_location(
     )  # fmt: skip
     status, _, err = run_cli(
         capsys, "run", str(demo_file), "--inputs", str(tmp_path / "bad.npz"),
-        "--import", "relaxvm.demo:register_kernels",
+        "--import", "relaxvm.demo_bytecode:register_kernels",
     )  # fmt: skip
     assert_one_line_error(status, err, "shape[1] mismatch to specified constant")
     if sys.version_info >= (3, 11):  # exception notes need 3.11
