@@ -1,8 +1,8 @@
-"""The ``relaxvm demo`` program: a hand-compiled model run end to end on the VM.
+"""Hand-written bytecode: what the compiler emits for a small model, written with ExecBuilder.
 
-The goal of relaxvm is "compile a model and run it on the LLVM CPU target". Until the compiler
-and the LLVM target exist, this demo plays the compiler's part by hand: it writes, with
-:class:`~relaxvm.ExecBuilder`, the bytecode that ``relaxvm.compile`` will emit for
+``relaxvm demo`` compiles models with ``relaxvm.compile``; this module shows the lower road
+that the VM's layers are tested on. It writes, with :class:`~relaxvm.ExecBuilder`, the
+bytecode that ``relaxvm.compile`` emits for
 
 .. code-block:: python
 
@@ -11,10 +11,11 @@ and the LLVM target exist, this demo plays the compiler's part by hand: it write
              b: R.Tensor((3,), "float32")):
         return R.nn.relu(R.matmul(x, w) + b)
 
-with a numpy function standing in for the compiled kernel. The program checks its inputs
+with a numpy function as the kernel (:func:`register_kernels` registers it, so ``relaxvm run
+FILE --import relaxvm.demo_bytecode:register_kernels`` runs a saved copy). The program checks its inputs
 with the ``vm.builtin.*`` checks (binding ``n`` in the shape heap), computes the output size
 with a host "shape function", allocates the output with ``alloc_storage`` / ``alloc_tensor``
-and calls the kernel in destination-passing style, as compiled code does. The demo saves the
+and calls the kernel in destination-passing style, as compiled code does. :func:`run_demo` saves the
 executable to a file, loads it back, runs it for two values of ``n``, checks a bad input is
 rejected, and compares the results with numpy.
 
