@@ -3,9 +3,50 @@
 from __future__ import annotations
 
 from relaxvm import hookimpl
+from relaxvm.extensions import TargetKind
 from relaxvm.plugins import TargetRegistrar
+
+
+def _build(mod, target):  # type: ignore[no-untyped-def]
+    from .target import build  # llvmlite is imported only when something is compiled
+
+    return build(mod, target)
+
+
+def _default_attrs():  # type: ignore[no-untyped-def]
+    from .target import default_attrs
+
+    return default_attrs()
+
+
+def _serialize(module):  # type: ignore[no-untyped-def]
+    from .target import serialize
+
+    return serialize(module)
+
+
+def _load(data, target):  # type: ignore[no-untyped-def]
+    from .target import load
+
+    return load(data, target)
 
 
 @hookimpl
 def relaxvm_register_targets(register: TargetRegistrar) -> None:
     """Register the ``llvm`` target kind."""
+    register.register(
+        TargetKind(
+            name="llvm",
+            device="cpu",
+            build=_build,
+            default_attrs=_default_attrs,
+            serialize=_serialize,
+            load=_load,
+            doc="CPU kernels compiled with LLVM (llvmlite): vectorized, multi-threaded",
+            options={
+                "mcpu": "LLVM CPU name (default: the host CPU)",
+                "mattr": "LLVM CPU features (default: the host's)",
+                "fastmath": "fast-math flags: contract,reassoc,nsz (default), fast or strict",
+            },
+        )
+    )

@@ -1,0 +1,144 @@
+"""PrimFuncs to one optimized LLVM module and its object code.
+
+Each kernel is generated into its own ``llvmlite.ir`` module and verified alone, so an error
+names the kernel; the verified modules are then linked, optimized together (O3 with loop and
+SLP vectorization) and emitted as one object file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from relaxvm.ir.tir import PrimFunc
+from relaxvm.runtime.dtype import DataType
+
+from . import jit
+from .codegen_expr import I32, I64, PTR, Lane
+from .codegen_stmt import FunctionCodegen, ModuleState, finish_loop_metadata
+from .errors import LLVMBuildError
+from .signature import BufferParam, KernelSignature, sanitize_symbol, signature_of
+
+__all__ = ["CompiledObject", "compile_prim_funcs", "generate_kernel_ir"]
+
+_INT64 = DataType("int64")
+
+
+@dataclass(frozen=True)
+class CompiledObject:
+    """Object code for a set of kernels plus what is needed to call them."""
+
+    object_code: bytes
+    signatures: tuple[KernelSignature, ...]
+    info: jit.TargetInfo
+    #: The optimized LLVM IR (kept for inspection; not part of serialized modules).
+    llvm_ir: str = ""
+
+
+def generate_kernel_ir(
+    func: PrimFunc, name: str, symbol: str, fastmath: tuple[str, ...]
+) -> tuple[str, KernelSignature]:
+    """LLVM IR text of one kernel and its signature.
+
+    Raises
+    ------
+    LLVMBuildError
+        An unsupported construct or type (the message names the kernel).
+    """
+    if not isinstance(func, PrimFunc):
+        raise LLVMBuildError(
+            f"llvm target: {name!r} is a {type(func).__name__}, not a tir.PrimFunc"
+        )
+    signature, variables = signature_of(func, name, symbol)
+    module = ir.Module(name=symbol)
+    nbuf = sum(isinstance(p, BufferParam) for p in signature.params)
+    fn_type = ir.FunctionType(I32, [PTR] * nbuf + [I64] * len(variables))
+    fn = ir.Function(module, fn_type, symbol)
+    fn.attributes.add("nounwind")
+    # TVM's `tir.noalias`: buffer arguments never overlap unless the function says otherwise.
+    noalias = func.attrs.get("tir.noalias", True) is not False
+    gen = FunctionCodegen(ModuleState(module, fastmath), fn, name, symbol)
+    try:
+        args = iter(fn.args)
+        buffers = []
+        for param in func.params:
+            buffer = func.buffer_map.get(param)
+            if buffer is None:
+                continue
+            arg = next(args)
+            arg.name = buffer.name
+            if noalias:
+                arg.add_attribute("noalias")
+            gen.define_handle(buffer.data, arg)
+            buffers.append(buffer)
+        for var in variables:
+            arg = next(args)
+            arg.name = var.name
+            value = arg if var.dtype == _INT64 else gen.cast_value(arg, _INT64, var.dtype)
+            gen.env[var] = Lane(Lane.SCALAR, value)
+        for buffer in buffers:
+            gen.define_buffer(buffer)
+        gen.emit_stmt(func.body)
+        if not gen.builder.block.is_terminated:
+            gen.builder.ret(ir.Constant(I32, 0))
+        text = finish_loop_metadata(str(module))
+    except LLVMBuildError:
+        raise
+    except RecursionError:
+        raise LLVMBuildError(f"llvm target: kernel {name!r} is nested too deeply") from None
+    except Exception as err:  # llvmlite type errors and the like: a codegen bug or bad IR
+        raise LLVMBuildError(
+            f"llvm target: kernel {name!r} could not be compiled: {type(err).__name__}: {err}"
+        ) from err
+    return text, signature
+
+
+def compile_prim_funcs(
+    funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo
+) -> CompiledObject:
+    """Compile named PrimFuncs into one object file.
+
+    Raises
+    ------
+    LLVMBuildError
+        A kernel cannot be compiled, or LLVM rejects its IR (naming the kernel).
+    """
+    # LLVM's global context is not thread-safe: one compilation at a time per process.
+    with jit.LLVM_LOCK:
+        return _compile(funcs, info)
+
+
+def _compile(funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo) -> CompiledObject:
+    import llvmlite.binding as llvm
+
+    signatures = []
+    merged = None
+    used: set[str] = set()
+    for name, func in funcs:
+        symbol = sanitize_symbol(name)
+        base, serial = symbol, 1
+        while symbol in used:
+            serial += 1
+            symbol = f"{base}_{serial}"
+        used.add(symbol)
+        text, signature = generate_kernel_ir(func, name, symbol, info.fastmath)
+        jit.target_machine(info.triple, info.cpu, info.features)  # initializes LLVM
+        try:
+            parsed = llvm.parse_assembly(text)
+            parsed.verify()
+        except RuntimeError as err:
+            raise LLVMBuildError(
+                f"llvm target: LLVM rejected the IR of kernel {name!r}: {err}"
+            ) from None
+        if merged is None:
+            merged = parsed
+        else:
+            merged.link_in(parsed)
+        signatures.append(signature)
+    if merged is None:
+        return CompiledObject(b"", (), info)
+    optimized = jit.optimize_module(merged, info)
+    obj = jit.emit_object(optimized, info)
+    return CompiledObject(obj, tuple(signatures), info, str(optimized))

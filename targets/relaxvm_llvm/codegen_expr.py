@@ -1,0 +1,446 @@
+"""TIR expressions to LLVM IR, in scalar code and inside vectorized loops.
+
+Inside a loop lowered to explicit vectors (:mod:`.codegen_stmt`), each expression value is a
+:class:`Lane`: a *scalar* (the same for every lane), a *ramp* (``base + stride * lane`` with a
+Python int stride, what index arithmetic on the vectorized loop variable produces), or a full
+*vector*. Ramps let a load or store whose flattened index is ``base + lane`` become one
+contiguous vector access; anything else becomes a gather or scatter. Outside vectorized loops
+every value is a scalar.
+
+Semantics follow the reference interpreter: ``//`` and ``%`` round toward negative infinity
+(signed ints and floats), ``Div``/``Mod`` truncate, ``min``/``max`` return the first operand
+unless the second is strictly smaller/greater (so NaN propagates like Python's ``min``), a float
+cast to ``bool`` is true for NaN, and ``if_then_else`` evaluates only the chosen branch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import llvmlite.ir as ir
+
+from relaxvm.ir import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOpExpr,
+    Cast,
+    CmpExpr,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    Var,
+)
+from relaxvm.ir.tir import BufferLoad, Call
+from relaxvm.ir.tir.intrin import IfThenElse as IfThenElseCall
+from relaxvm.runtime.dtype import DataType, DataTypeCode
+
+from .codegen_math import emit_math_call
+from .codegen_memory import MemoryCodegen
+from .errors import LLVMBuildError
+from .lltypes import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    Lane,
+    has_load,
+    is_float,
+    is_int,
+    is_signed,
+    llvm_type,
+    mem_type,
+    needs_branch,
+)
+
+__all__ = [
+    "I1",
+    "I8",
+    "I32",
+    "I64",
+    "PTR",
+    "ExprCodegen",
+    "Lane",
+    "has_load",
+    "llvm_type",
+    "mem_type",
+    "needs_branch",
+]
+
+_INT64 = DataType("int64")
+_FLOAT_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
+
+
+class ExprCodegen(MemoryCodegen):
+    """Expression lowering; the statement generator subclasses it and provides the state.
+
+    Required attributes: ``builder`` (ir.IRBuilder), ``module`` (ir.Module), ``env`` (Var ->
+    Lane), ``lanes`` (1 outside vectorized loops), ``fastmath`` (flags tuple), ``kernel``
+    (name for messages) and :meth:`buffer_ptr`.
+    """
+
+    builder: ir.IRBuilder
+    module: ir.Module
+    env: dict[Var, Lane]
+    lanes: int
+    fastmath: tuple[str, ...]
+    kernel: str
+
+    def error(self, message: str) -> LLVMBuildError:
+        return LLVMBuildError(f"llvm target: kernel {self.kernel!r}: {message}")
+
+    # ---- vector helpers -------------------------------------------------------------------
+    def vtype(self, scalar: ir.Type) -> ir.Type:
+        return ir.VectorType(scalar, self.lanes)
+
+    def splat(self, value: ir.Value) -> ir.Value:
+        vec_type = self.vtype(value.type)
+        undef = ir.Constant(vec_type, ir.Undefined)
+        first = self.builder.insert_element(undef, value, I32(0))
+        mask = ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes)
+        return self.builder.shuffle_vector(first, undef, mask)
+
+    def materialize(self, lane: Lane) -> ir.Value:
+        """``lane`` as a full vector value."""
+        if lane.kind == Lane.VEC:
+            return lane.value
+        base = self.splat(lane.value)
+        if lane.kind == Lane.SCALAR:
+            return base
+        steps = ir.Constant(
+            self.vtype(lane.value.type), [lane.stride * k for k in range(self.lanes)]
+        )
+        return self.builder.add(base, steps)
+
+    def scalar(self, expr: PrimExpr) -> ir.Value:
+        """Emit ``expr``, which must be the same for every lane."""
+        lane = self.emit(expr)
+        if lane.kind != Lane.SCALAR:
+            raise self.error(f"`{expr}` varies across the lanes of a vectorized loop here")
+        return lane.value
+
+    def _pair(self, a: Lane, b: Lane) -> tuple[ir.Value, ir.Value]:
+        if a.kind == Lane.SCALAR and b.kind == Lane.SCALAR:
+            return a.value, b.value
+        return self.materialize(a), self.materialize(b)
+
+    # ---- dispatch -------------------------------------------------------------------------
+    def emit(self, expr: PrimExpr) -> Lane:
+        """Lower ``expr``; returns its :class:`Lane`."""
+        if isinstance(expr, Var):
+            lane = self.env.get(expr)
+            if lane is None:
+                raise self.error(f"variable {expr.name!r} is used but not defined")
+            return lane
+        if isinstance(expr, IntImm):
+            return Lane(Lane.SCALAR, ir.Constant(llvm_type(expr.dtype), int(expr.value)))
+        if isinstance(expr, FloatImm):
+            return Lane(Lane.SCALAR, ir.Constant(llvm_type(expr.dtype), float(expr.value)))
+        if isinstance(expr, BufferLoad):
+            return self.emit_load(expr)
+        if isinstance(expr, IfThenElseCall):
+            return self._if_then_else(expr)
+        if isinstance(expr, Call):
+            return self._call(expr)
+        if isinstance(expr, Select):
+            cond = self.emit(expr.condition)
+            t, f = self._pair(self.emit(expr.true_value), self.emit(expr.false_value))
+            if cond.kind != Lane.SCALAR and not isinstance(t.type, ir.VectorType):
+                t, f = self.splat(t), self.splat(f)
+            c = cond.value if cond.kind == Lane.SCALAR else self.materialize(cond)
+            return Lane.of(self.builder.select(c, t, f))
+        if isinstance(expr, Cast):
+            return self._cast(self.emit(expr.value), expr.value.dtype, expr.dtype)
+        if isinstance(expr, Not):
+            a = self.emit(expr.a)
+            value = a.value if a.kind == Lane.SCALAR else self.materialize(a)
+            return Lane.of(self.builder.not_(value))
+        if isinstance(expr, (And, Or)):
+            return self._logical(expr)
+        if isinstance(expr, CmpExpr):
+            return self._compare(expr)
+        if isinstance(expr, BinaryOpExpr):
+            return self._binary(expr)
+        raise self.error(f"cannot compile a {type(expr).__name__} expression (`{expr}`)")
+
+    # ---- arithmetic -----------------------------------------------------------------------
+    def _binary(self, expr: BinaryOpExpr) -> Lane:
+        dtype = expr.a.dtype
+        a, b = self.emit(expr.a), self.emit(expr.b)
+        if is_int(dtype) and isinstance(expr, (Add, Sub, Mul)):
+            ramp = self._ramp_arith(expr, a, b, dtype)
+            if ramp is not None:
+                return ramp
+        x, y = self._pair(a, b)
+        return Lane.of(self.arith(type(expr), dtype, x, y))
+
+    def _ramp_arith(self, expr: BinaryOpExpr, a: Lane, b: Lane, dtype: DataType) -> Lane | None:
+        if a.kind != Lane.RAMP and b.kind != Lane.RAMP:
+            return None
+        if a.kind == Lane.VEC or b.kind == Lane.VEC:
+            return None
+        op = type(expr)
+        if op is Mul:
+            ramp, other, const = (a, b, expr.b) if a.kind == Lane.RAMP else (b, a, expr.a)
+            if other.kind != Lane.SCALAR or not isinstance(const, IntImm):
+                return None
+            base = self.arith(Mul, dtype, ramp.value, other.value)
+            return Lane(Lane.RAMP, base, ramp.stride * int(const.value))
+        base = self.arith(op, dtype, a.value, b.value)
+        sign = 1 if op is Add else -1
+        stride = (a.stride if a.kind == Lane.RAMP else 0) + sign * (
+            b.stride if b.kind == Lane.RAMP else 0
+        )
+        return Lane(Lane.RAMP, base, stride)
+
+    def arith(self, op: type, dtype: DataType, x: ir.Value, y: ir.Value) -> ir.Value:
+        """``x op y`` on scalars or vectors of ``dtype``."""
+        b = self.builder
+        if is_float(dtype):
+            flags = self.fastmath
+            if op is Add:
+                return b.fadd(x, y, flags=flags)
+            if op is Sub:
+                return b.fsub(x, y, flags=flags)
+            if op is Mul:
+                return b.fmul(x, y, flags=flags)
+            if op is Div:
+                return b.fdiv(x, y, flags=flags)
+            if op is Mod:
+                return b.frem(x, y)
+            if op is FloorDiv:
+                return self.intrinsic("floor", [b.fdiv(x, y)])
+            if op is FloorMod:
+                rem = b.frem(x, y)
+                zero = ir.Constant(x.type, None)
+                nonzero = b.fcmp_unordered("!=", rem, zero)
+                differ = b.xor(b.fcmp_ordered("<", rem, zero), b.fcmp_ordered("<", y, zero))
+                return b.select(b.and_(nonzero, differ), b.fadd(rem, y), rem)
+            if op is Min:
+                return b.select(b.fcmp_ordered("<", y, x), y, x)
+            if op is Max:
+                return b.select(b.fcmp_ordered(">", y, x), y, x)
+        elif is_int(dtype):
+            signed = is_signed(dtype)
+            # nsw on 64-bit index arithmetic lets LLVM reason about addresses; narrower types
+            # hold data, whose overflow must wrap like the interpreter's stores.
+            flags = ("nsw",) if signed and dtype.bits == 64 else ()
+            if op is Add:
+                return b.add(x, y, flags=flags)
+            if op is Sub:
+                return b.sub(x, y, flags=flags)
+            if op is Mul:
+                return b.mul(x, y, flags=flags)
+            if op in (Div, Mod, FloorDiv, FloorMod):
+                return self._int_division(op, x, y, signed)
+            cmp = b.icmp_signed if signed else b.icmp_unsigned
+            if op is Min:
+                return b.select(cmp("<", y, x), y, x)
+            if op is Max:
+                return b.select(cmp(">", y, x), y, x)
+        raise self.error(f"{op.__name__} is not supported on {dtype}")
+
+    def _int_division(self, op: type, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+        """Integer division and remainders that never trap.
+
+        Hardware traps on a zero divisor (and on INT_MIN / -1), which would kill the process.
+        Unless the divisor is a safe constant, a zero divisor gives 0 (like numpy) and -1 is
+        computed as a negation (wrapping).
+        """
+        b = self.builder
+        safe = isinstance(y, ir.Constant) and not isinstance(y.type, ir.VectorType)
+        safe = safe and y.constant not in (0, -1, None)
+        if safe:
+            return self._divide(op, x, y, signed)
+        zero, one = ir.Constant(y.type, None), _const_int_like(y, 1)
+        is_zero = b.icmp_unsigned("==", y, zero)
+        if not signed:
+            result = self._divide(op, x, b.select(is_zero, one, y), signed)
+            return b.select(is_zero, ir.Constant(x.type, None), result)
+        is_minus_one = b.icmp_signed("==", y, _const_int_like(y, -1))
+        result = self._divide(op, x, b.select(b.or_(is_zero, is_minus_one), one, y), signed)
+        if op in (Div, FloorDiv):
+            result = b.select(is_minus_one, b.sub(ir.Constant(x.type, None), x), result)
+        else:
+            result = b.select(is_minus_one, ir.Constant(x.type, None), result)
+        return b.select(is_zero, ir.Constant(x.type, None), result)
+
+    def _divide(self, op: type, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+        b = self.builder
+        if op is Div:
+            return b.sdiv(x, y) if signed else b.udiv(x, y)
+        if op is Mod:
+            return b.srem(x, y) if signed else b.urem(x, y)
+        if op is FloorDiv:
+            if not signed:
+                return b.udiv(x, y)
+            quot, rem = b.sdiv(x, y), b.srem(x, y)
+            return b.sub(quot, b.zext(self._floor_adjust(rem, y), x.type))
+        if not signed:
+            return b.urem(x, y)
+        rem = b.srem(x, y)
+        return b.select(self._floor_adjust(rem, y), b.add(rem, y), rem)
+
+    def _floor_adjust(self, rem: ir.Value, divisor: ir.Value) -> ir.Value:
+        """True where a truncated remainder needs flooring: nonzero, sign unlike the divisor's."""
+        b = self.builder
+        zero = ir.Constant(rem.type, None)
+        nonzero = b.icmp_signed("!=", rem, zero)
+        differ = b.xor(b.icmp_signed("<", rem, zero), b.icmp_signed("<", divisor, zero))
+        return b.and_(nonzero, differ)
+
+    def _compare(self, expr: CmpExpr) -> Lane:
+        dtype = expr.a.dtype
+        x, y = self._pair(self.emit(expr.a), self.emit(expr.b))
+        op = _FLOAT_CMP[type(expr)]
+        b = self.builder
+        if is_float(dtype):
+            # Python semantics: every comparison with NaN is false except `!=`.
+            if op == "!=":
+                return Lane.of(b.fcmp_unordered(op, x, y))
+            return Lane.of(b.fcmp_ordered(op, x, y))
+        if is_signed(dtype):
+            return Lane.of(b.icmp_signed(op, x, y))
+        return Lane.of(b.icmp_unsigned(op, x, y))
+
+    def _logical(self, expr: And | Or) -> Lane:
+        b = self.builder
+        if self.lanes == 1 and has_load(expr.b):
+            # Short-circuit: the right operand may read memory the left one guards.
+            lhs = self.scalar(expr.a)
+            start = b.block
+            with b.if_then(lhs if isinstance(expr, And) else b.not_(lhs)):
+                rhs = self.scalar(expr.b)
+                rhs_block = b.block
+            phi = b.phi(I1)
+            phi.add_incoming(ir.Constant(I1, 0 if isinstance(expr, And) else 1), start)
+            phi.add_incoming(rhs, rhs_block)
+            return Lane(Lane.SCALAR, phi)
+        x, y = self._pair(self.emit(expr.a), self.emit(expr.b))
+        return Lane.of(b.and_(x, y) if isinstance(expr, And) else b.or_(x, y))
+
+    # ---- casts ----------------------------------------------------------------------------
+    def _cast(self, lane: Lane, src: DataType, dst: DataType) -> Lane:
+        if src == dst:
+            return lane
+        if lane.kind == Lane.RAMP and is_int(dst):
+            return Lane(Lane.RAMP, self.cast_value(lane.value, src, dst), lane.stride)
+        value = lane.value if lane.kind == Lane.SCALAR else self.materialize(lane)
+        return Lane.of(self.cast_value(value, src, dst))
+
+    def cast_value(self, value: ir.Value, src: DataType, dst: DataType) -> ir.Value:
+        """Convert a scalar or vector value from ``src`` to ``dst``."""
+        b = self.builder
+        target = llvm_type(dst)
+        vector = isinstance(value.type, ir.VectorType)
+        if vector:
+            target = ir.VectorType(target, value.type.count)
+        zero = ir.Constant(value.type, None)
+        if dst.code == DataTypeCode.BOOL:
+            if is_float(src):
+                return b.fcmp_unordered("!=", value, zero)
+            return b.icmp_unsigned("!=", value, zero)
+        if src.code == DataTypeCode.BOOL:
+            return b.uitofp(value, target) if is_float(dst) else b.zext(value, target)
+        if is_int(src) and is_int(dst):
+            if dst.bits > src.bits:
+                return b.sext(value, target) if is_signed(src) else b.zext(value, target)
+            if dst.bits < src.bits:
+                return b.trunc(value, target)
+            return value
+        if is_int(src):
+            return b.sitofp(value, target) if is_signed(src) else b.uitofp(value, target)
+        if is_int(dst):
+            return b.fptosi(value, target) if is_signed(dst) else b.fptoui(value, target)
+        if dst.bits > src.bits:
+            return b.fpext(value, target)
+        return b.fptrunc(value, target)
+
+    def to_index(self, expr: PrimExpr) -> Lane:
+        """``expr`` as an int64 lane (indices are computed in 64 bits)."""
+        return self._cast(self.emit(expr), expr.dtype, _INT64)
+
+    # ---- intrinsics -----------------------------------------------------------------------
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        """The function ``name`` of the module, declared on first use."""
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            return existing  # type: ignore[no-any-return]
+        return ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+
+    def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """Call ``llvm.<name>`` overloaded on the type of the first argument."""
+        ty = args[0].type
+        if isinstance(ty, ir.VectorType):
+            suffix = f"v{ty.count}{_type_suffix(ty.element)}"
+        else:
+            suffix = _type_suffix(ty)
+        fn = self.declare(f"llvm.{name}.{suffix}", ty, [a.type for a in args])
+        return self.builder.call(fn, args)
+
+    def _call(self, expr: Call) -> Lane:
+        return emit_math_call(self, expr)
+
+    def _if_then_else(self, expr: Call) -> Lane:
+        cond_expr, then_expr, else_expr = expr.args
+        b = self.builder
+        lazy = needs_branch(expr)
+        cond = self.emit(cond_expr)
+        if not lazy or cond.kind != Lane.SCALAR:
+            if lazy and cond.kind != Lane.SCALAR:
+                raise self.error(
+                    f"`{expr}`: a lane-dependent if_then_else that reads memory cannot be "
+                    "vectorized"
+                )
+            t, f = self._pair(self.emit(then_expr), self.emit(else_expr))
+            if cond.kind != Lane.SCALAR and not isinstance(t.type, ir.VectorType):
+                t, f = self.splat(t), self.splat(f)
+            c = cond.value if cond.kind == Lane.SCALAR else self.materialize(cond)
+            return Lane.of(b.select(c, t, f))
+        results: list[tuple[ir.Value, ir.Block]] = []
+        with b.if_else(cond.value) as (then_block, else_block):
+            for block, branch in ((then_block, then_expr), (else_block, else_expr)):
+                with block:
+                    lane = self.emit(branch)
+                    value = lane.value if self.lanes == 1 else self.materialize(lane)
+                    results.append((value, b.block))
+        phi = b.phi(results[0][0].type)
+        for value, block in results:
+            phi.add_incoming(value, block)
+        return Lane.of(phi)
+
+    # ---- memory ---------------------------------------------------------------------------
+
+
+def _type_suffix(ty: ir.Type) -> str:
+    if isinstance(ty, ir.HalfType):
+        return "f16"
+    if isinstance(ty, ir.FloatType):
+        return "f32"
+    if isinstance(ty, ir.DoubleType):
+        return "f64"
+    raise LLVMBuildError(f"llvm target: no intrinsic suffix for type {ty}")
+
+
+def _const_int_like(value: ir.Value, number: int) -> Any:
+    ty = value.type
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [number] * ty.count)
+    return ir.Constant(ty, number)

@@ -1,0 +1,130 @@
+"""Intrinsic calls: LLVM intrinsics, libm functions, and a vectorizable float32 ``exp``.
+
+LLVM has no vector math library here, so ``llvm.exp.v16f32`` becomes 16 scalar ``expf``
+calls. Inside explicitly vectorized loops (and everywhere with the ``afn`` fast-math flag)
+float32 ``exp`` is computed instead as ``2**n * p(r)``: ``n = round(x * log2(e))``, ``r = x -
+n * ln(2)`` in two FMA steps (Cody-Waite), ``p`` the degree-7 Taylor polynomial of ``e**r`` on
+``|r| <= ln(2) / 2`` (truncation error below 1e-8, so about 1-2 ulp overall), and ``2**n`` built
+from exponent bits in two halves so that subnormal results come out right. Inputs are clamped
+to ``[-104, 89]`` (beyond them the result is 0 or inf), NaN is passed through.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import llvmlite.ir as ir
+
+from relaxvm.ir.tir import Call
+from relaxvm.runtime.dtype import DataType
+
+from .lltypes import I32, Lane, llvm_type
+
+__all__ = ["emit_math_call", "exp_f32"]
+
+_LN2_HI = 0.693359375  # few significant bits: n * _LN2_HI is exact
+_LN2_LO = math.log(2.0) - _LN2_HI
+_COEFFS = [1.0 / math.factorial(k) for k in range(7, -1, -1)]  # Horner order
+
+
+def _const(ty: ir.Type, value: float) -> Any:
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [value] * ty.count)
+    return ir.Constant(ty, value)
+
+
+def exp_f32(gen: Any, x: ir.Value) -> ir.Value:
+    """``exp(x)`` for a float32 scalar or vector ``x`` (``gen`` is the expression generator)."""
+    b: ir.IRBuilder = gen.builder
+    ty = x.type
+    is_nan = b.fcmp_unordered("uno", x, x)
+    clamped = b.select(b.fcmp_ordered(">", x, _const(ty, 89.0)), _const(ty, 89.0), x)
+    clamped = b.select(
+        b.fcmp_ordered("<", clamped, _const(ty, -104.0)), _const(ty, -104.0), clamped
+    )
+    clamped = b.select(is_nan, _const(ty, 0.0), clamped)  # keep NaN out of the integer part
+    n = gen.intrinsic("roundeven", [b.fmul(clamped, _const(ty, 1.0 / math.log(2.0)))])
+    r = gen.intrinsic("fma", [n, _const(ty, -_LN2_HI), clamped])
+    r = gen.intrinsic("fma", [n, _const(ty, -_LN2_LO), r])
+    poly = _const(ty, _COEFFS[0])
+    for coeff in _COEFFS[1:]:
+        poly = gen.intrinsic("fma", [poly, r, _const(ty, coeff)])
+    int_type = ir.VectorType(I32, ty.count) if isinstance(ty, ir.VectorType) else I32
+    k = b.fptosi(n, int_type)
+    half = b.ashr(k, _const(int_type, 1))
+    rest = b.sub(k, half)
+    scales = []
+    for part in (half, rest):
+        bits = b.shl(b.add(part, _const(int_type, 127)), _const(int_type, 23))
+        scales.append(b.bitcast(bits, ty))
+    result = b.fmul(b.fmul(poly, scales[0]), scales[1])
+    return b.select(is_nan, x, result)
+
+
+_LLVM_UNARY = {
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "log2": "log2",
+    "sqrt": "sqrt",
+    "fabs": "fabs",
+    "floor": "floor",
+    "ceil": "ceil",
+    "round": "roundeven",
+}
+_LIBM = {"tanh": "tanh", "erf": "erf"}
+
+
+def emit_math_call(gen: Any, expr: Call) -> Lane:
+    """Lower an intrinsic call (every intrinsic but ``if_then_else``); ``gen`` is the
+    expression generator."""
+    short = expr.op.removeprefix("tir.")
+    args = [gen.emit(arg) for arg in expr.args]
+    if any(arg.kind != Lane.SCALAR for arg in args):
+        values = [gen.materialize(arg) for arg in args]
+    else:
+        values = [arg.value for arg in args]
+    dtype = expr.dtype
+    if dtype.bits == 16 and short != "fabs":
+        # Compute half-precision math in float and round once, as numpy does.
+        f32, f16 = DataType("float32"), dtype
+        wide = [gen.cast_value(v, f16, f32) for v in values]
+        return Lane.of(gen.cast_value(_math(gen, short, wide, f32), f32, f16))
+    return Lane.of(_math(gen, short, values, dtype))
+
+
+def _math(gen: Any, short: str, values: list[ir.Value], dtype: DataType) -> ir.Value:
+    b = gen.builder
+    x = values[0]
+    one = _const(x.type, 1.0)
+    if (
+        short in ("exp", "sigmoid")
+        and dtype.bits == 32
+        and (gen.lanes > 1 or "afn" in gen.fastmath)
+    ):
+        if short == "exp":
+            return exp_f32(gen, x)
+        denom = b.fadd(one, exp_f32(gen, b.fneg(x)), flags=gen.fastmath)
+        return b.fdiv(one, denom, flags=gen.fastmath)
+    if short in _LLVM_UNARY:
+        return gen.intrinsic(_LLVM_UNARY[short], [x])
+    if short == "pow":
+        return gen.intrinsic("pow", values)
+    if short == "rsqrt":
+        return b.fdiv(one, gen.intrinsic("sqrt", [x]), flags=gen.fastmath)
+    if short == "sigmoid":
+        denom = b.fadd(one, gen.intrinsic("exp", [b.fneg(x)]), flags=gen.fastmath)
+        return b.fdiv(one, denom, flags=gen.fastmath)
+    if short in _LIBM:
+        name = _LIBM[short] + ("f" if dtype.bits == 32 else "")
+        scalar_type = llvm_type(dtype)
+        fn = gen.declare(name, scalar_type, [scalar_type])
+        if not isinstance(x.type, ir.VectorType):
+            return b.call(fn, [x])
+        out = ir.Constant(x.type, None)
+        for lane in range(x.type.count):
+            item = b.call(fn, [b.extract_element(x, I32(lane))])
+            out = b.insert_element(out, item, I32(lane))
+        return out
+    raise gen.error(f"intrinsic {short!r} is not supported")

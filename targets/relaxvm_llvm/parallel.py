@@ -1,0 +1,244 @@
+"""The parallel runtime: a persistent thread pool that runs outlined parallel loop bodies.
+
+Generated code calls ``relaxvm_llvm_parallel_launch(fn, closure, extent)`` (a ctypes
+callback registered with ``llvm.add_symbol``) only when more than one thread is configured
+and the loop's estimated work reaches the cutoff; otherwise it runs the loop itself. The
+launcher splits ``[0, extent)`` into one contiguous chunk per thread, hands all but the first
+to the pool's workers and runs the first on the calling thread. Each chunk is a ctypes call
+of the range function, which releases the GIL, so the chunks run truly in parallel.
+
+Safety rules:
+
+* the callback never lets an exception escape into native code: it stores the exception
+  (thread-local) and returns -1, and the kernel returns that code to its Python wrapper,
+  which re-raises;
+* one launch at a time: a second launch while the pool is busy (another Python thread, or a
+  re-entrant call) runs its loop serially instead of waiting, so nothing can deadlock;
+* after ``fork()`` the child starts with a fresh pool.
+
+Environment: ``RELAXVM_NUM_THREADS`` (threads per parallel loop, default: the CPUs this process
+may run on) and ``RELAXVM_PARALLEL_CUTOFF`` (work units below which loops run serially).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import threading
+import warnings
+from typing import Any
+
+import llvmlite.binding as llvm
+
+from .codegen_parallel import LAUNCH_SYMBOL, NUM_THREADS_SYMBOL, PARALLEL_CUTOFF_SYMBOL
+
+__all__ = [
+    "DEFAULT_PARALLEL_CUTOFF",
+    "get_num_threads",
+    "get_parallel_cutoff",
+    "set_num_threads",
+    "set_parallel_cutoff",
+    "take_last_error",
+]
+
+#: Default work estimate (element operations) below which a parallel loop runs serially:
+#: a pool dispatch costs about 10-25 µs.
+DEFAULT_PARALLEL_CUTOFF = 1 << 20
+
+LAUNCH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+RANGE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+
+# Read by generated code through llvm.add_symbol: they must live as long as the process.
+_num_threads = ctypes.c_int64(1)
+_cutoff = ctypes.c_int64(DEFAULT_PARALLEL_CUTOFF)
+_range_fns: dict[int, Any] = {}
+_local = threading.local()
+_state_lock = threading.Lock()
+_symbols_ready = False
+_pool: _Pool | None = None
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        warnings.warn(
+            f"{name}={text!r} is not an integer >= {minimum}; using {default}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return default
+    return value
+
+
+class _Pool:
+    """``size - 1`` daemon workers; the launching thread does the first chunk itself."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.busy = threading.Lock()
+        self.done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self.queues: list[queue.SimpleQueue[Any]] = []
+        for k in range(size - 1):
+            tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+            worker = threading.Thread(
+                target=self._work, args=(tasks,), name=f"relaxvm-llvm-{k + 1}", daemon=True
+            )
+            worker.start()
+            self.queues.append(tasks)
+
+    def _work(self, tasks: queue.SimpleQueue[Any]) -> None:
+        while True:
+            task = tasks.get()
+            if task is None:
+                return
+            fn, begin, end, closure = task
+            try:
+                fn(begin, end, closure)
+            except BaseException as err:  # reported to the launcher, never lost
+                self.done.put(err)
+            else:
+                self.done.put(None)
+
+    def run(self, fn: Any, closure: int, extent: int) -> None:
+        if extent <= 0:
+            return
+        if not self.busy.acquire(blocking=False):
+            fn(0, extent, closure)  # pool in use: run serially rather than wait
+            return
+        try:
+            chunks = min(self.size, extent)
+            bounds = [extent * k // chunks for k in range(chunks + 1)]
+            for k in range(1, chunks):
+                self.queues[k - 1].put((fn, bounds[k], bounds[k + 1], closure))
+            error: BaseException | None = None
+            try:
+                fn(bounds[0], bounds[1], closure)
+            except BaseException as err:
+                error = err
+            for _ in range(chunks - 1):
+                result = self.done.get()
+                if result is not None and error is None:
+                    error = result
+            if error is not None:
+                raise error
+        finally:
+            self.busy.release()
+
+    def stop(self) -> None:
+        for tasks in self.queues:
+            tasks.put(None)
+
+
+def _get_pool() -> _Pool:
+    global _pool
+    pool = _pool
+    if pool is None or pool.size != _num_threads.value:
+        with _state_lock:
+            if _pool is None or _pool.size != _num_threads.value:
+                if _pool is not None:
+                    _pool.stop()
+                _pool = _Pool(max(1, int(_num_threads.value)))
+            pool = _pool
+    return pool
+
+
+def _launch(fn_address: int, closure: int, extent: int) -> int:
+    try:
+        fn = _range_fns.get(fn_address)
+        if fn is None:
+            fn = _range_fns.setdefault(fn_address, RANGE_TYPE(fn_address))
+        _get_pool().run(fn, closure or 0, int(extent))
+        return 0
+    except BaseException as err:  # must not propagate into native code
+        _local.error = err
+        return -1
+
+
+_launch_callback = LAUNCH_TYPE(_launch)
+
+
+def take_last_error() -> BaseException | None:
+    """The exception a parallel launch on this thread stored, cleared on reading."""
+    error = getattr(_local, "error", None)
+    _local.error = None
+    return error
+
+
+def ensure_symbols() -> None:
+    """Register the runtime symbols generated code refers to (idempotent)."""
+    global _symbols_ready
+    if _symbols_ready:
+        return
+    with _state_lock:
+        if _symbols_ready:
+            return
+        _num_threads.value = _env_int("RELAXVM_NUM_THREADS", _default_threads(), 1)
+        _cutoff.value = _env_int("RELAXVM_PARALLEL_CUTOFF", DEFAULT_PARALLEL_CUTOFF, 0)
+        launch_address = ctypes.cast(_launch_callback, ctypes.c_void_p).value
+        llvm.add_symbol(LAUNCH_SYMBOL, launch_address)
+        llvm.add_symbol(NUM_THREADS_SYMBOL, ctypes.addressof(_num_threads))
+        llvm.add_symbol(PARALLEL_CUTOFF_SYMBOL, ctypes.addressof(_cutoff))
+        _symbols_ready = True
+
+
+def get_num_threads() -> int:
+    """Threads used per parallel loop (``RELAXVM_NUM_THREADS``, default: usable CPUs)."""
+    ensure_symbols()
+    return int(_num_threads.value)
+
+
+def set_num_threads(count: int) -> None:
+    """Use ``count`` threads per parallel loop from now on (1 disables parallelism).
+
+    Raises
+    ------
+    ValueError
+        ``count`` is not a positive int.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"set_num_threads: count must be a positive int, got {count!r}")
+    ensure_symbols()
+    _num_threads.value = count
+
+
+def get_parallel_cutoff() -> int:
+    """The estimated work (element operations) below which parallel loops run serially."""
+    ensure_symbols()
+    return int(_cutoff.value)
+
+
+def set_parallel_cutoff(work: int) -> None:
+    """Set the serial cutoff (0: always dispatch parallel loops to the pool).
+
+    Raises
+    ------
+    ValueError
+        ``work`` is not a non-negative int.
+    """
+    if isinstance(work, bool) or not isinstance(work, int) or work < 0:
+        raise ValueError(f"set_parallel_cutoff: work must be an int >= 0, got {work!r}")
+    ensure_symbols()
+    _cutoff.value = work
+
+
+def _after_fork() -> None:
+    global _pool
+    _pool = None  # the workers did not survive the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
