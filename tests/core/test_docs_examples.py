@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -26,5 +27,10 @@ def test_every_runnable_page_has_examples():
 
 
 @pytest.mark.parametrize(("name", "code"), EXAMPLES, ids=[name for name, _ in EXAMPLES])
-def test_example_runs(name, code, capsys):
-    exec(compile(code, name, "exec"), {"__name__": "__docs__"})
+def test_example_runs(name, code, tmp_path, monkeypatch):
+    # Run from a real file, as a user would: the script parser reads decorated source through
+    # inspect, and files the example writes land in a scratch directory.
+    path = tmp_path / (re.sub(r"\W", "_", name) + ".py")
+    path.write_text(code, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(path), run_name="__docs__")
