@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,3 +72,21 @@ def make_vm(target: str, exec_mode: str) -> Callable[..., relaxvm.VirtualMachine
         return relaxvm.VirtualMachine(ex, relaxvm.cpu())
 
     return make
+
+
+# --- Real target kinds (the per-target op matrix) ---------------------------------------------
+
+# The matrix's case table (``_op_matrix_cases``) lives next to this file.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _op_matrix_cases import missing_device_reason, real_target_kinds  # noqa: E402
+
+
+@pytest.fixture(scope="module", params=real_target_kinds())
+def real_target(request: pytest.FixtureRequest) -> str:
+    """A registered real target kind; skipped when its device does not exist on this machine."""
+    name = str(request.param)
+    reason = missing_device_reason(name)
+    if reason is not None:
+        pytest.skip(reason)
+    return name
