@@ -204,6 +204,11 @@ class Executable(Module):
         ``serialize`` made; loading reloads them through the kind's ``load``. Nothing in the
         file is executed as Python.
 
+        A path ending in ``.so`` asks the kernels' target kind (its ``export_shared``) for a
+        native ELF shared library that embeds the same bytes in a ``relaxvm_exec`` section;
+        ``relaxvm.load_module`` reads it back as data (for ``llvm`` this needs a system
+        linker). Any other path (``.rvm`` by convention) gets the plain single-file format.
+
         Raises
         ------
         ExecutableFormatError
@@ -232,6 +237,11 @@ class Executable(Module):
                     "which cannot serialize them"
                 )
             libs.append((kind_name, target, kind.serialize(module)))
+        if os.fspath(path).endswith(".so"):
+            from .elf_payload import export_shared_library
+
+            export_shared_library(self, path, libs)
+            return
         save_file_with(self, path, libs)
 
     def __repr__(self) -> str:

@@ -703,6 +703,10 @@ def load_file(path: str | os.PathLike[str]) -> Executable:
     with open(target, "rb") as stream:
         data = stream.read()
     try:
+        if data[:4] == b"\x7fELF":  # a shared library from export_library("x.so")
+            from .elf_payload import read_payload
+
+            data = read_payload(data)
         return load_from_bytes(data)
     except ExecutableFormatError as err:
         raise ExecutableFormatError(f"cannot load executable {target!r}: {err}") from err

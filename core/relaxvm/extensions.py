@@ -62,6 +62,10 @@ class TargetKind:
         ``load(data, target) -> relaxvm.runtime.Module``: the inverse of ``serialize``; it must
         refuse (with :class:`relaxvm.errors.ExecutableFormatError`) data made for another CPU
         or format version, and must never execute code it has not validated.
+    export_shared : callable, optional
+        ``export_shared(path, payload, modules)``: write a native shared library at ``path``
+        linking the kernels of ``modules`` (made by ``build``) and embedding ``payload``, the
+        executable's bytes, for ``export_library("x.so")``; ``None``: not supported.
     doc : str
         One line for ``relaxvm plugins``.
     """
@@ -75,6 +79,7 @@ class TargetKind:
     load: Callable[..., Any] | None = None
     doc: str = ""
     options: Mapping[str, str] = field(default_factory=dict)
+    export_shared: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():

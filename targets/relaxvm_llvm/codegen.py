@@ -7,7 +7,7 @@ SLP vectorization) and emitted as one object file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -96,9 +96,14 @@ def generate_kernel_ir(
 
 
 def compile_prim_funcs(
-    funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo
+    funcs: Sequence[tuple[str, PrimFunc]],
+    info: jit.TargetInfo,
+    progress: Callable[[str, int], None] | None = None,
 ) -> CompiledObject:
     """Compile named PrimFuncs into one object file.
+
+    ``progress(stage, done)``, when given, is called after each kernel's IR (``"kernel"``,
+    kernels done so far), then before optimizing (``"optimize"``) and emitting (``"emit"``).
 
     Raises
     ------
@@ -107,10 +112,18 @@ def compile_prim_funcs(
     """
     # LLVM's global context is not thread-safe: one compilation at a time per process.
     with jit.LLVM_LOCK:
-        return _compile(funcs, info)
+        return _compile(funcs, info, progress or _no_progress)
 
 
-def _compile(funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo) -> CompiledObject:
+def _no_progress(stage: str, done: int) -> None:
+    pass
+
+
+def _compile(
+    funcs: Sequence[tuple[str, PrimFunc]],
+    info: jit.TargetInfo,
+    progress: Callable[[str, int], None],
+) -> CompiledObject:
     import llvmlite.binding as llvm
 
     signatures = []
@@ -137,8 +150,11 @@ def _compile(funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo) -> Com
         else:
             merged.link_in(parsed)
         signatures.append(signature)
+        progress("kernel", len(signatures))
     if merged is None:
         return CompiledObject(b"", (), info)
+    progress("optimize", len(signatures))
     optimized = jit.optimize_module(merged, info)
+    progress("emit", len(signatures))
     obj = jit.emit_object(optimized, info)
     return CompiledObject(obj, tuple(signatures), info, str(optimized))

@@ -31,6 +31,12 @@ def _load(data, target):  # type: ignore[no-untyped-def]
     return load(data, target)
 
 
+def _export_shared(path, payload, modules):  # type: ignore[no-untyped-def]
+    from .shared_lib import export_shared
+
+    export_shared(path, payload, modules)
+
+
 @hookimpl
 def relaxvm_register_targets(register: TargetRegistrar) -> None:
     """Register the ``llvm`` target kind."""
@@ -42,6 +48,7 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
             default_attrs=_default_attrs,
             serialize=_serialize,
             load=_load,
+            export_shared=_export_shared,
             doc="CPU kernels compiled with LLVM (llvmlite): vectorized, multi-threaded",
             options={
                 "mcpu": "LLVM CPU name (default: the host CPU)",

@@ -25,9 +25,11 @@ from relaxvm.ir.tir import PrimFunc
 from relaxvm.runtime.module import Module
 
 from . import jit
+from .cache import cache_key, default_cache
 from .codegen import CompiledObject, compile_prim_funcs
 from .errors import LLVMBuildError
 from .kernel import Kernel
+from .progress import Progress
 from .serialize import dumps, loads
 
 __all__ = ["LLVMModule", "build", "default_attrs", "load", "serialize", "target_info"]
@@ -155,6 +157,10 @@ def _prim_funcs(mod: Any) -> list[tuple[str, PrimFunc]]:
 def build(mod: Any, target: Any = None) -> LLVMModule:
     """Compile every ``tir.PrimFunc`` of ``mod`` into native kernels.
 
+    Results are cached on disk by kernel text and target (:mod:`relaxvm_llvm.cache`;
+    ``RELAXVM_CACHE=0`` disables); long builds report progress on stderr
+    (:mod:`relaxvm_llvm.progress`).
+
     Parameters
     ----------
     mod : IRModule, mapping of name to PrimFunc, or PrimFunc
@@ -173,7 +179,27 @@ def build(mod: Any, target: Any = None) -> LLVMModule:
         A kernel uses an unsupported construct or LLVM rejects it (naming the kernel).
     """
     info = target_info(target)
-    return LLVMModule(compile_prim_funcs(_prim_funcs(mod), info))
+    funcs = _prim_funcs(mod)
+    store = default_cache() if funcs else None
+    key = ""
+    if store is not None:
+        key = cache_key(funcs, info)
+        hit = store.get(key)
+        if hit is not None:
+            try:
+                return LLVMModule(hit)
+            except LLVMBuildError:
+                store.discard(key)  # unloadable entry: rebuild and overwrite it
+    report = Progress(len(funcs), f"llvm ({info.cpu})")
+    try:
+        compiled = compile_prim_funcs(funcs, info, report)
+    except BaseException:
+        report.close(failed=True)
+        raise
+    report.close()
+    if store is not None:
+        store.put(key, compiled)
+    return LLVMModule(compiled)
 
 
 def serialize(module: Module) -> bytes:
