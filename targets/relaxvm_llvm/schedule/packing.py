@@ -1,0 +1,128 @@
+"""Data layout for the tiles: packing the reused operand tile by tile, and column blocks
+sized for the L2 cache (see :mod:`.tile`)."""
+
+from __future__ import annotations
+
+from relaxvm.ir import PrimExpr, Var
+from relaxvm.ir.expr_functor import free_vars, substitute
+from relaxvm.ir.op import floordiv
+from relaxvm.ir.structural import structural_equal
+from relaxvm.ir.tir import Buffer, BufferLoad, BufferStore, For, ForKind, Stmt
+
+from .config import CpuConfig
+from .epilogue import rewrite_loads
+from .plan import TilePlan, transposed_operand
+from .stages import Stage, loads_of, static_extent, vector_access
+
+__all__ = ["Packing", "choose_packing", "column_blocks"]
+
+
+class Packing:
+    """A copy of the reused operand (``B`` of a matmul) laid out tile by tile,
+    ``packed[tile, k..., lane] = B[k..., tile * V + lane]``, so the tile's inner loop reads
+    consecutive memory instead of one row of ``B`` per ``k`` (fewer TLB misses, sequential
+    prefetch)."""
+
+    def __init__(self, load: BufferLoad, stage: Stage, plan: TilePlan, col_var: Var) -> None:
+        self.load, self.col_var, self.cols = load, col_var, plan.cols
+        extent = next(lp.extent for lp in stage.loops if lp.loop_var is col_var)
+        dtype = str(col_var.dtype)
+        self.tiles: PrimExpr = floordiv(extent, plan.cols)
+        self.red_vars = [lp.loop_var for lp in stage.reduce_loops]
+        self.red_extents = [lp.extent for lp in stage.reduce_loops]
+        self.buffer = Buffer(
+            f"{load.buffer.name}_packed",
+            (self.tiles, *self.red_extents, plan.cols),
+            load.buffer.dtype,
+        )
+        self.tile_var = Var("pack_tile", dtype)
+        self.lane = Var("pack_lane", dtype)
+
+    def rewrite(self, source: PrimExpr, tile: PrimExpr) -> PrimExpr:
+        """``source`` reading the packed copy for tile ``tile`` (lanes as ``self.lane``)."""
+        target = self.load
+
+        def swap(load: BufferLoad) -> PrimExpr | None:
+            if load.buffer is target.buffer and all(
+                structural_equal(a, b) for a, b in zip(load.indices, target.indices, strict=True)
+            ):
+                return self.buffer[tuple([tile, *self.red_vars, self.lane])]
+            return None
+
+        return rewrite_loads(source, swap)
+
+    def stage(self, parallel: bool) -> Stmt:
+        """The loop nest filling the packed copy."""
+        lane = Var("pack_v", self.lane.dtype)
+        value = substitute(self.load, {self.col_var: self.tile_var * self.cols + lane})
+        red = [Var(v.name, v.dtype) for v in self.red_vars]
+        value = substitute(value, dict(zip(self.red_vars, red, strict=True)))
+        body: Stmt = For(
+            lane, 0, self.cols, ForKind.VECTORIZED,
+            BufferStore(self.buffer, value, [self.tile_var, *red, lane]),
+        )  # fmt: skip
+        for var, extent in reversed(list(zip(red, self.red_extents, strict=True))):
+            body = For(var, 0, extent, ForKind.SERIAL, body)
+        kind = ForKind.PARALLEL if parallel else ForKind.SERIAL
+        return For(self.tile_var, 0, self.tiles, kind, body)
+
+
+def choose_packing(
+    stage: Stage, plan: TilePlan, config: CpuConfig, dense: bool = False
+) -> Packing | None:
+    """Pack the reused operand when the tile reads it row by row from a wide matrix and
+    enough row tiles reuse each packed tile to pay for the copy; a dense reduction's
+    transposed operand is always packed."""
+    if plan.row_var is None or not (config.pack or dense):
+        return None
+    assert stage.init is not None and stage.source is not None
+    col_var = stage.init.indices[-1]
+    assert isinstance(col_var, Var)
+    if dense:
+        transposed = transposed_operand(stage)
+        return None if transposed is None else Packing(transposed, stage, plan, col_var)
+    extents = {lp.loop_var: lp.extent for lp in stage.loops}
+    rows = static_extent(extents[plan.row_var])
+    if rows is not None and rows < 4 * plan.rows:
+        return None
+    cols = static_extent(extents[col_var])
+    if cols is not None and cols < 2 * plan.cols:
+        return None
+    red_vars = {lp.loop_var for lp in stage.reduce_loops}
+    depth = 1
+    for lp in stage.reduce_loops:
+        depth *= static_extent(lp.extent) or 1024
+    if depth < 64:
+        return None
+    for load in loads_of(stage.source):
+        if vector_access(load, col_var) != "contiguous":
+            continue
+        used = {v for v in free_vars(load) if str(v.dtype) != "handle"}
+        if plan.row_var in used or not used <= red_vars | {col_var}:
+            continue
+        return Packing(load, stage, plan, col_var)
+    return None
+
+
+def column_blocks(stage: Stage, plan: TilePlan, config: CpuConfig) -> tuple[int, int, int] | None:
+    """``(block_cols, full_blocks, leftover)`` when the columns are split into blocks whose
+    slice of the reused operand (``K x block_cols``) stays in the L2 cache, else None."""
+    if plan.row_var is None:
+        return None
+    assert stage.init is not None
+    col_var = stage.init.indices[-1]
+    extent = next(lp.extent for lp in stage.loops if lp.loop_var is col_var)
+    n = static_extent(extent)
+    depth = 1
+    for loop in stage.reduce_loops:
+        const = static_extent(loop.extent)
+        depth *= const if const is not None else 1024
+    if n is None:
+        return None
+    itemsize = max(1, stage.init.buffer.dtype.bits // 8)
+    tiles = max(1, config.l2_bytes // 2 // (depth * itemsize * plan.cols))
+    block_cols = tiles * plan.cols
+    if n < 2 * block_cols:
+        return None
+    full_blocks, left = divmod(n, block_cols)
+    return block_cols, full_blocks, left

@@ -1,0 +1,316 @@
+"""Register-blocked reduction tiles: the matmul, batch-matmul, convolution and pooling
+kernel, with its elementwise epilogue kept in registers.
+
+A reduction stage ``Y[..., r, ..., v] = sum_k f(...)`` is computed one *tile* at a time: ``R``
+consecutive values of a *row* axis ``r`` times ``V`` consecutive values of the output's last
+(contiguous) axis ``v``. The tile's accumulators live in a small ``local`` buffer ``acc[R, V]``
+which LLVM keeps in vector registers: rows are unrolled in the TIR itself, columns are a
+vectorized loop of constant extent, so every access to ``acc`` has a constant offset::
+
+    acc[r, 0:V] = init                                   # per unrolled row r
+    for k in ...:                                        # reduction loops, innermost work
+        acc[0, 0:V] += A[i0 + 0, k] * B[k, j0 : j0 + V]  # one broadcast, one vector FMA
+        ...                                              # rows 1 .. R-1 reuse the B vector
+    Z[i0 + r, j0 : j0 + V] = epilogue(acc[r, 0:V])       # bias, activation, in registers
+
+The row axis is a spatial axis that some vector load does *not* depend on (so that load is
+reused across the R rows: ``i`` for matmul, the output channel for NCHW convolution); without
+one, ``R = 1`` and more columns are used. The loops outside the tile (batch, row tiles) are
+fused into one parallel loop. Edges: a constant remainder gets one smaller tile; with a
+symbolic row count the last tile clamps its rows to the last row (recomputing it, so one tile
+shape serves every count); a symbolic column remainder runs one column at a time. Accumulation order over ``k`` is unchanged,
+so results match the unscheduled function up to FMA contraction.
+
+For large problems the reused operand is first copied tile by tile (:mod:`.packing`), so the
+inner loop streams consecutive memory, and the columns are split into blocks whose slice of
+that operand stays in L2; the column block is the outermost loop of the parallel grid. A
+dense ``x @ W.T`` (``W[j, k]``) is tiled the same way once ``W`` is packed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from relaxvm.ir import IntImm, PrimExpr, Var
+from relaxvm.ir.expr_functor import substitute
+from relaxvm.ir.op import floordiv, min_expr
+from relaxvm.ir.tir import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+from relaxvm.ir.tir import substitute as substitute_stmt
+
+from .config import CpuConfig
+from .epilogue import Epilogue
+from .loops import fused_grid, product
+from .packing import Packing, choose_packing, column_blocks
+from .plan import TilePlan, plan_tile, transposed_operand
+from .stages import COMBINE, Stage, static_extent
+
+__all__ = ["TilePlan", "plan_tile", "schedule_tiled_reduction", "transposed_operand"]
+
+
+class _TileBuilder:
+    """Emits the tiles of one reduction stage (its loops, epilogue, packing, blocks)."""
+
+    def __init__(self, stage: Stage, epilogue: Epilogue, plan: TilePlan) -> None:
+        assert stage.init is not None and stage.source is not None and stage.combiner
+        self.stage, self.epilogue, self.plan = stage, epilogue, plan
+        self.col_var = stage.init.indices[-1]
+        self.dtype = stage.init.buffer.dtype
+        self.combine = COMBINE[stage.combiner]
+        self.blocks: tuple[int, int, int] | None = None
+        self.pack: Packing | None = None
+        # With a symbolic row count the last tile clamps its rows to the last one: rows past
+        # the end recompute (and store the same value into) the last row, so one tile
+        # shape serves every row count (half the code for LLVM to compile).
+        self.row_limit: PrimExpr | None = None
+
+    def _fresh_reduce_loops(self) -> tuple[list[For], dict[Var, PrimExpr]]:
+        # Every tile defines its own reduction loop variables (no variable is bound twice).
+        mapping: dict[Var, PrimExpr] = {
+            loop.loop_var: Var(loop.loop_var.name, loop.loop_var.dtype)
+            for loop in self.stage.reduce_loops
+        }
+        return list(self.stage.reduce_loops), mapping
+
+    def tile(
+        self,
+        row_base: PrimExpr | None,
+        rows: int,
+        col_base: PrimExpr,
+        cols: int,
+        vec: bool,
+        packed: PrimExpr | None = None,
+    ) -> Stmt:
+        """One tile: rows ``row_base + 0..rows-1`` by columns ``col_base + 0..cols-1``."""
+        stage, epi = self.stage, self.epilogue
+        assert stage.init is not None and stage.source is not None
+        acc = Buffer(f"{stage.init.buffer.name}_acc", (rows, cols), self.dtype, scope="local")
+        col_dtype = str(self.col_var.dtype)
+        kind = ForKind.VECTORIZED if vec and cols > 1 else ForKind.SERIAL
+        red_loops, red_map = self._fresh_reduce_loops()
+
+        def row_map(r: int, lane: PrimExpr) -> dict[Var, PrimExpr]:
+            mapping: dict[Var, PrimExpr] = {self.col_var: col_base + lane}
+            if self.plan.row_var is not None and row_base is not None:
+                row = row_base + r
+                if self.row_limit is not None:
+                    row = min_expr(row, self.row_limit)
+                mapping[self.plan.row_var] = row
+            return mapping
+
+        # Columns go in chunks of one native vector each: LLVM handles <8 x float> well but
+        # odd-sized vectors such as <24 x float> poorly.
+        width = self.plan.lanes if kind == ForKind.VECTORIZED else cols
+        chunks = [(start, min(width, cols - start)) for start in range(0, cols, width)]
+
+        def per_row(make: Callable[[int, PrimExpr, IntImm], Stmt]) -> Stmt:
+            parts = []
+            for r in range(rows):
+                for start, count in chunks:
+                    lane = Var(f"{self.col_var.name}_v", col_dtype)
+                    column = lane + start if start else lane
+                    loop_kind = kind if count > 1 else ForKind.SERIAL
+                    parts.append(
+                        For(lane, 0, count, loop_kind, make(r, column, IntImm("int64", r)))
+                    )
+            return seq(*parts)
+
+        def init(r: int, lane: PrimExpr, rr: IntImm) -> Stmt:
+            value = substitute(stage.init.value, row_map(r, lane))  # type: ignore[union-attr]
+            return BufferStore(acc, value, [rr, lane])
+
+        source_expr = stage.source
+        if packed is not None and self.pack is not None:
+            source_expr = self.pack.rewrite(source_expr, packed)
+
+        def update(r: int, lane: PrimExpr, rr: IntImm) -> Stmt:
+            mapping = {**row_map(r, lane), **red_map}
+            if packed is not None and self.pack is not None:
+                mapping[self.pack.lane] = lane
+            source = substitute(source_expr, mapping)  # type: ignore[arg-type]
+            return BufferStore(acc, self.combine(acc[rr, lane], source), [rr, lane])
+
+        def store(r: int, lane: PrimExpr, rr: IntImm) -> Stmt:
+            mapping = row_map(r, lane)
+            value = substitute(epi.value, {**mapping, epi.acc: acc[rr, lane]})
+            indices = [substitute(i, mapping) for i in epi.indices]
+            return BufferStore(epi.buffer, value, indices)
+
+        body: Stmt = per_row(update)
+        for loop in reversed(red_loops):
+            new_var = red_map[loop.loop_var]
+            assert isinstance(new_var, Var)
+            body = For(new_var, 0, loop.extent, ForKind.SERIAL, body)
+        return Allocate(acc, seq(per_row(init), body, per_row(store)))
+
+    # ---- columns ------------------------------------------------------------------------
+    def columns(self, row_base: PrimExpr | None, rows: int, block: Var | None) -> Stmt:
+        """Every column tile for the given rows; with column blocking, only block ``block``
+        (the last block index covers the columns left over after the full blocks)."""
+        dtype = str(self.col_var.dtype)
+        extent = self._extent(self.col_var)
+        if self.blocks is None or block is None:
+            return self._range(row_base, rows, IntImm(dtype, 0), extent)
+        block_cols, full_blocks, left = self.blocks
+        tile_var = Var(f"{self.col_var.name}_o", dtype)
+        cols = self.plan.cols
+        index = block * (block_cols // cols) + tile_var
+        body = self.tile(row_base, rows, block * block_cols + tile_var * cols, cols, True, index)
+        full: Stmt = For(tile_var, 0, block_cols // cols, ForKind.SERIAL, body)
+        if block_cols == cols:
+            full = substitute_stmt(body, {tile_var: IntImm(dtype, 0)})
+        if not left:
+            return full
+        rest = self._range(
+            row_base, rows, IntImm(dtype, full_blocks * block_cols), IntImm(dtype, left)
+        )
+        return IfThenElse(block < full_blocks, full, rest)
+
+    def _range(
+        self, row_base: PrimExpr | None, rows: int, start: PrimExpr, extent: PrimExpr
+    ) -> Stmt:
+        cols = self.plan.cols
+        dtype = str(self.col_var.dtype)
+        const = static_extent(extent)
+        if const is not None:
+            full, rest = divmod(const, cols)
+            parts: list[Stmt] = []
+            if full == 1:
+                parts.append(self.tile(row_base, rows, start, cols, True, floordiv(start, cols)))
+            elif full > 1:
+                chunk_var = Var(f"{self.col_var.name}_o", dtype)
+                index = floordiv(start, cols) + chunk_var
+                inner = self.tile(row_base, rows, start + chunk_var * cols, cols, True, index)
+                parts.append(For(chunk_var, 0, full, ForKind.SERIAL, inner))
+            if rest:
+                parts.append(self.tile(row_base, rows, start + full * cols, rest, True))
+            return seq(*parts)
+        chunk_var = Var(f"{self.col_var.name}_o", dtype)
+        full_expr = floordiv(extent, cols)
+        main = For(
+            chunk_var, 0, full_expr, ForKind.SERIAL,
+            self.tile(
+                row_base, rows, start + chunk_var * cols, cols, True,
+                floordiv(start, cols) + chunk_var,
+            ),
+        )  # fmt: skip
+        tail_var = Var(f"{self.col_var.name}_t", dtype)
+        done = start + full_expr * cols
+        tail = For(
+            tail_var, 0, min_expr(extent - full_expr * cols, cols - 1), ForKind.SERIAL,
+            self.tile(row_base, rows, done + tail_var, 1, False),
+        )  # fmt: skip
+        return seq(main, tail)
+
+    def _extent(self, var: PrimExpr) -> PrimExpr:
+        for loop in self.stage.loops:
+            if loop.loop_var is var:
+                return loop.extent
+        raise KeyError(var)
+
+
+def schedule_tiled_reduction(
+    stage: Stage, epilogue: Epilogue, plan: TilePlan, config: CpuConfig, dense: bool = False
+) -> Stmt:
+    """The scheduled statement for a reduction stage (and its inlined epilogue); ``dense``
+    packs the transposed operand of ``x @ W.T`` (see :func:`transposed_operand`)."""
+    builder = _TileBuilder(stage, epilogue, plan)
+    builder.blocks = column_blocks(stage, plan, config)
+    builder.pack = choose_packing(stage, plan, config, dense)
+    if dense and builder.pack is None:
+        raise ValueError("schedule_tiled_reduction: a dense stage needs its operand packed")
+    stmt = _tiled(builder, stage, plan, config)
+    if builder.pack is None:
+        return stmt
+    pack = builder.pack
+    return Allocate(pack.buffer, seq(pack.stage(config.num_threads > 1), stmt))
+
+
+def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfig) -> Stmt:
+    col_var = builder.col_var
+    outer = [loop for loop in stage.loops if loop.loop_var is not col_var]
+    # Loops of extent 1 disappear (their variable is 0).
+    unit: dict[Var, PrimExpr] = {}
+    kept = []
+    for loop in outer:
+        if static_extent(loop.extent) == 1 and loop.loop_var is not plan.row_var:
+            unit[loop.loop_var] = IntImm(str(loop.loop_var.dtype), 0)
+        else:
+            kept.append(loop)
+    work = product([loop.extent for loop in stage.loops + stage.reduce_loops])
+    work_const = static_extent(work) if work is not None else None
+    parallel = config.num_threads > 1 and (
+        work_const is None or work_const >= config.parallel_cutoff
+    )
+    kind = ForKind.PARALLEL if parallel else ForKind.SERIAL
+
+    # The parallel grid: the loops above the row axis, the column block (when blocking), the
+    # row tiles and the loops below them when there are no edge rows.
+    row_pos = next((k for k, lp in enumerate(kept) if lp.loop_var is plan.row_var), None)
+    above = kept if row_pos is None else kept[:row_pos]
+    below = [] if row_pos is None else kept[row_pos + 1 :]
+    grid = [(lp.loop_var, lp.extent) for lp in above]
+    dtype = str(col_var.dtype)
+    block_var: Var | None = None
+    if builder.blocks is not None:
+        block_var = Var(f"{col_var.name}_b", dtype)
+        count = builder.blocks[1] + (1 if builder.blocks[2] else 0)
+        grid.append((block_var, IntImm(dtype, count)))
+
+    def below_nest(row_base: PrimExpr | None, rows: int) -> Stmt:
+        body = builder.columns(row_base, rows, block_var)
+        for loop in reversed(below):
+            body = For(loop.loop_var, 0, loop.extent, ForKind.SERIAL, body)
+        return body
+
+    if row_pos is None:
+        body = below_nest(None, 1)
+        if grid:
+            stmt, _ = fused_grid("fused", grid, body, kind)
+        else:
+            stmt = _parallel_outermost(body) if parallel else body
+        return substitute_stmt(stmt, unit) if unit else stmt
+
+    row_var = plan.row_var
+    assert row_var is not None
+    rows = plan.rows
+    row_extent = kept[row_pos].extent
+    row_dtype = str(row_var.dtype)
+    row_const = static_extent(row_extent)
+    tile_var = Var(f"{row_var.name}_o", row_dtype)
+    below_grid = [(lp.loop_var, lp.extent) for lp in below]
+    if row_const is not None:
+        # Constant rows: the loops below the row axis join the parallel grid (for a
+        # convolution, output-channel tiles times output rows), and an edge tile of the
+        # remaining rows is one more grid iteration rather than a serial epilogue.
+        full, rest = divmod(row_const, rows)
+        columns: Stmt = builder.columns(tile_var * rows, rows, block_var)
+        if rest:
+            edge = builder.columns(IntImm(row_dtype, full * rows), rest, block_var)
+            columns = IfThenElse(tile_var < full, columns, edge) if full else edge
+        count = IntImm(row_dtype, full + (1 if rest else 0))
+        stmt, _ = fused_grid("fused", [*grid, (tile_var, count), *below_grid], columns, kind)
+        return substitute_stmt(stmt, unit) if unit else stmt
+    builder.row_limit = row_extent - 1
+    tiles = floordiv(row_extent + (rows - 1), rows)
+    columns = builder.columns(tile_var * rows, rows, block_var)
+    stmt, _ = fused_grid("fused", [*grid, (tile_var, tiles), *below_grid], columns, kind)
+    return substitute_stmt(stmt, unit) if unit else stmt
+
+
+def _parallel_outermost(stmt: Stmt) -> Stmt:
+    """Make the first loop of ``stmt`` (the column tiles of a one-row output) parallel."""
+    if isinstance(stmt, For):
+        return stmt.replace(kind=ForKind.PARALLEL)
+    if isinstance(stmt, SeqStmt) and isinstance(stmt.seq[0], For):
+        return SeqStmt([stmt.seq[0].replace(kind=ForKind.PARALLEL), *stmt.seq[1:]])
+    return stmt
