@@ -31,6 +31,13 @@ def _load(data, target):  # type: ignore[no-untyped-def]
     return load(data, target)
 
 
+def _relax_passes(target):  # type: ignore[no-untyped-def]
+    # The default schedules run after fusion, on the kernels the VM will call.
+    from .schedule import schedule_pass
+
+    return [schedule_pass(target)]
+
+
 def _export_shared(path, payload, modules):  # type: ignore[no-untyped-def]
     from .shared_lib import export_shared
 
@@ -46,6 +53,7 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
             device="cpu",
             build=_build,
             default_attrs=_default_attrs,
+            relax_passes=_relax_passes,
             serialize=_serialize,
             load=_load,
             export_shared=_export_shared,

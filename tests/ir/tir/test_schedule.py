@@ -181,3 +181,17 @@ def test_cache_reduction_errors() -> None:
     body = tir.For(i, 0, 4, ForKind.SERIAL, tir.seq(c.vstore([i], 0.0), update))
     with pytest.raises(VMValueError, match=r"the update reads C\[0\] but the reduction"):
         tir.Schedule(tir.PrimFunc([c], body)).cache_reduction("C")
+
+
+def test_simplifier_terminates_on_loads_inside_selects():
+    # A gather index (take's negative-index wrap) used to send the polynomial simplifier into
+    # endless recursion: each pass rebuilt the BufferLoad as a new, equal object.
+    from relaxvm.ir import Analyzer, IntImm, Var, select
+    from relaxvm.ir.tir import Buffer
+
+    index_buffer = Buffer("idx", (IntImm(2, "int64"),), "int64")
+    j = Var("j", "int64")
+    load = index_buffer[j]
+    wrapped = select(load < IntImm(0, "int64"), load + IntImm(4, "int64"), load)
+    step = Analyzer().simplify(wrapped - wrapped)
+    assert isinstance(step, IntImm) and step.value == 0

@@ -75,6 +75,10 @@ def _positive_const(expr: PrimExpr) -> int | None:
     return expr.value if isinstance(expr, IntImm) and expr.value > 0 else None
 
 
+#: The node types `_poly_uncached` turns into polynomials directly.
+_POLY_NODES = (IntImm, Var, Add, Sub, Mul, FloorDiv, FloorMod, Div, Mod, Min, Max)
+
+
 class Simplifier:
     """Canonicalising simplifier over the facts of a :class:`BoundAnalyzer`.
 
@@ -163,7 +167,10 @@ class Simplifier:
         simplified = self._simplify_non_poly(expr)
         if isinstance(simplified, IntImm):
             return Poly.constant(dtype, simplified.value)
-        if simplified is not expr and not isinstance(simplified, (Select, Cast)):
+        # Only re-enter for nodes this method decomposes; anything else (a BufferLoad rebuilt
+        # with simplified indices, a call) would come back as a new object every time and
+        # recurse forever.
+        if simplified is not expr and isinstance(simplified, _POLY_NODES):
             return self._poly(simplified)
         return Poly.atom(simplified)
 
