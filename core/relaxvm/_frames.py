@@ -25,7 +25,14 @@ from .runtime import DataType
 if TYPE_CHECKING:
     from .vm import VirtualMachine
 
-__all__ = ["PreparedFunction", "VMInstrumentReturnKind", "not_ready", "prepare"]
+__all__ = [
+    "OP_ALLOC_TENSOR",
+    "OP_KILL",
+    "PreparedFunction",
+    "VMInstrumentReturnKind",
+    "not_ready",
+    "prepare",
+]
 
 
 class VMInstrumentReturnKind(IntEnum):
@@ -116,10 +123,11 @@ def prepare(
             local_pc = pc - info.start_instr
             fn.operands[local_pc] = (entry, callee_info.name, slots)
             special = intrinsics.get(id(callee))
-            bound = special(callee, slots, template, size) if special is not None else None
-            if bound is not None:
-                pass
-            elif instrument is None:
+            inline = special(callee, slots, template, size) if special is not None else None
+            if inline is not None:  # run by the dispatch loop itself, no call
+                code.append((inline[0], dst, inline[1]))
+                continue
+            if instrument is None:
                 bound = _bind_call(callee, slots, template, size)
             else:
                 bound = _bind_instrumented(callee, entry, callee_info.name, slots, instrument)
@@ -202,14 +210,17 @@ def _intrinsics() -> dict[int, Callable[..., Any]]:
     return found
 
 
-def _null(regs: list[Any]) -> None:
-    return None
+#: Opcodes of ``PreparedFunction.code`` beyond the bytecode's (1 call, 2 ret, 3 goto, 4 if):
+#: a register kill (``null_value()``) and an ``alloc_tensor`` with fixed offset, shape and
+#: dtype, both done inline by the dispatch loop (no Python call per instruction).
+OP_KILL = 5
+OP_ALLOC_TENSOR = 6
 
 
 def _bind_null_value(
     f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
-) -> Callable[[list[Any]], Any] | None:
-    return _null if not slots else None
+) -> tuple[int, Any] | None:
+    return (OP_KILL, None) if not slots else None
 
 
 def static_tensor_end(offset: Any, shape: Any, dtype: Any) -> int | None:
@@ -229,24 +240,17 @@ def static_tensor_end(offset: Any, shape: Any, dtype: Any) -> int | None:
 
 def _bind_alloc_tensor(
     f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
-) -> Callable[[list[Any]], Any] | None:
-    from .runtime import Storage, Tensor
-
+) -> tuple[int, Any] | None:
+    """``(storage register, offset, shape, dtype, byte end, builtin)`` for the dispatch loop:
+    it builds the Tensor when the storage is a Storage holding it, else calls the builtin
+    (which converts or raises the exact error)."""
     if len(slots) != 4 or not slots[0] < size or min(slots[1:]) < size:
         return None
-    s = slots[0]
     offset, shape, dtype = (template[i] for i in slots[1:])
     end = static_tensor_end(offset, shape, dtype)
     if end is None:
         return None
-
-    def alloc(regs: list[Any]) -> Any:
-        storage = regs[s]
-        if storage.__class__ is Storage and storage.nbytes >= end:
-            return Tensor(storage, offset, shape, dtype)
-        return f(storage, offset, shape, dtype)
-
-    return alloc
+    return (OP_ALLOC_TENSOR, (slots[0], offset, shape, dtype, end, f))
 
 
 def _bind_instrumented(

@@ -1,13 +1,22 @@
 """The parallel runtime: a persistent thread pool that runs outlined parallel loop bodies.
 
-Generated code calls ``relaxvm_llvm_parallel_launch(fn, closure, extent)`` (a ctypes
-callback registered with ``llvm.add_symbol``) only when more than one thread is configured
-and the loop's estimated work reaches the cutoff; otherwise it runs the loop itself. The
-launcher splits ``[0, extent)`` into one contiguous chunk per thread, hands all but the first
-to the pool's workers and runs the first on the calling thread. Each chunk is a ctypes call
-of the range function, which releases the GIL, so the chunks run truly in parallel.
+Generated code calls ``relaxvm_llvm_parallel_launch(fn, closure, extent)`` (registered with
+``llvm.add_symbol``) only when more than one thread is configured and the loop's estimated
+work reaches the cutoff; otherwise it runs the loop itself. The launcher splits
+``[0, extent)`` into one contiguous chunk per thread, hands all but the first to the pool's
+workers and runs the first on the calling thread.
 
-Safety rules:
+Two pools implement the launcher:
+
+* ``"native"`` (the default on Linux x86-64/AArch64): :mod:`.native_pool`, pthread workers
+  written in LLVM IR that spin briefly, then sleep on a futex. A launch never enters Python
+  (a few microseconds instead of tens);
+* ``"python"``: daemon Python threads fed through queues; each chunk is a ctypes call of
+  the range function, which releases the GIL. The native launcher forwards to it when this
+  backend is selected, so the choice can change at any time.
+
+``RELAXVM_PARALLEL_BACKEND`` (``native`` or ``python``) or :func:`set_parallel_backend`
+chooses. Rules of the Python pool:
 
 * the callback never lets an exception escape into native code: it stores the exception
   (thread-local) and returns -1, and the kernel returns that code to its Python wrapper,
@@ -16,8 +25,12 @@ Safety rules:
   re-entrant call) runs its loop serially instead of waiting, so nothing can deadlock;
 * after ``fork()`` the child starts with a fresh pool.
 
+Both pools never wait for a busy pool (a concurrent launch runs serially) and restart from
+scratch in a forked child.
+
 Environment: ``RELAXVM_NUM_THREADS`` (threads per parallel loop, default: the CPUs this process
-may run on) and ``RELAXVM_PARALLEL_CUTOFF`` (work units below which loops run serially).
+may run on), ``RELAXVM_PARALLEL_CUTOFF`` (work units below which loops run serially) and
+``RELAXVM_PARALLEL_BACKEND``.
 """
 
 from __future__ import annotations
@@ -34,17 +47,26 @@ import llvmlite.binding as llvm
 from .codegen_parallel import LAUNCH_SYMBOL, NUM_THREADS_SYMBOL, PARALLEL_CUTOFF_SYMBOL
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_PARALLEL_CUTOFF",
     "get_num_threads",
+    "get_parallel_backend",
     "get_parallel_cutoff",
+    "native_workers",
     "set_num_threads",
+    "set_parallel_backend",
     "set_parallel_cutoff",
     "take_last_error",
 ]
 
 #: Default work estimate (element operations) below which a parallel loop runs serially:
-#: a pool dispatch costs about 10-25 µs.
+#: a Python pool dispatch costs about 10-25 µs (the native pool: a few µs, but on a loaded
+#: 2-core machine a chunk may wait for a core, so the cutoff stays conservative).
 DEFAULT_PARALLEL_CUTOFF = 1 << 20
+BACKENDS = ("native", "python")
+#: Process symbols of the native pool's link to the Python one.
+PYTHON_FLAG_SYMBOL = "relaxvm_llvm_parallel_use_python"
+PYTHON_LAUNCH_SYMBOL = "relaxvm_llvm_parallel_python_launch"
 
 LAUNCH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 RANGE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -52,6 +74,8 @@ RANGE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_voi
 # Read by generated code through llvm.add_symbol: they must live as long as the process.
 _num_threads = ctypes.c_int64(1)
 _cutoff = ctypes.c_int64(DEFAULT_PARALLEL_CUTOFF)
+_use_python = ctypes.c_int64(0)
+_native: Any = None  # native_pool.NativePool, when built
 _range_fns: dict[int, Any] = {}
 _local = threading.local()
 _state_lock = threading.Lock()
@@ -180,18 +204,54 @@ def take_last_error() -> BaseException | None:
 
 def ensure_symbols() -> None:
     """Register the runtime symbols generated code refers to (idempotent)."""
-    global _symbols_ready
+    global _symbols_ready, _native
     if _symbols_ready:
         return
-    with _state_lock:
+    from .jit import LLVM_LOCK
+
+    # Lock order LLVM_LOCK, then _state_lock: the native pool is compiled under LLVM_LOCK, and a
+    # thread that already holds it (a build that loads its object) may call this.
+    with LLVM_LOCK, _state_lock:
         if _symbols_ready:
             return
         _num_threads.value = _env_int("RELAXVM_NUM_THREADS", _default_threads(), 1)
         _cutoff.value = _env_int("RELAXVM_PARALLEL_CUTOFF", DEFAULT_PARALLEL_CUTOFF, 0)
-        launch_address = ctypes.cast(_launch_callback, ctypes.c_void_p).value
-        llvm.add_symbol(LAUNCH_SYMBOL, launch_address)
+        python_address = ctypes.cast(_launch_callback, ctypes.c_void_p).value
         llvm.add_symbol(NUM_THREADS_SYMBOL, ctypes.addressof(_num_threads))
         llvm.add_symbol(PARALLEL_CUTOFF_SYMBOL, ctypes.addressof(_cutoff))
+        llvm.add_symbol(PYTHON_FLAG_SYMBOL, ctypes.addressof(_use_python))
+        llvm.add_symbol(PYTHON_LAUNCH_SYMBOL, python_address)
+        wanted = os.environ.get("RELAXVM_PARALLEL_BACKEND", "native").strip().lower() or "native"
+        if wanted not in BACKENDS:
+            warnings.warn(
+                f"RELAXVM_PARALLEL_BACKEND={wanted!r} is not one of {BACKENDS}; using 'native'",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            wanted = "native"
+        try:
+            from .native_pool import build_native_pool
+
+            _native = build_native_pool(
+                PYTHON_FLAG_SYMBOL, PYTHON_LAUNCH_SYMBOL, NUM_THREADS_SYMBOL
+            )
+        except Exception as err:  # an LLVM problem must not take parallel loops away
+            warnings.warn(
+                f"relaxvm_llvm: the native thread pool failed to build ({err}); "
+                "using the Python pool",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            _native = None
+        if _native is not None:
+            # Never free the pool's machine code: its idle workers sleep inside it until the
+            # process ends (interpreter shutdown would otherwise dispose of the engine).
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(_native))
+        if _native is None:
+            llvm.add_symbol(LAUNCH_SYMBOL, python_address)
+        else:
+            llvm.add_symbol(LAUNCH_SYMBOL, _native.launch_address)
+        _use_python.value = 1 if _native is None or wanted == "python" else 0
         _symbols_ready = True
 
 
@@ -235,9 +295,39 @@ def set_parallel_cutoff(work: int) -> None:
     _cutoff.value = work
 
 
+def get_parallel_backend() -> str:
+    """The pool parallel loops run on: ``"native"`` or ``"python"``."""
+    ensure_symbols()
+    return "python" if _use_python.value else "native"
+
+
+def set_parallel_backend(name: str) -> None:
+    """Run parallel loops on the ``"native"`` or the ``"python"`` pool from now on.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a backend, or ``"native"`` is not available on this platform.
+    """
+    if name not in BACKENDS:
+        raise ValueError(f"set_parallel_backend: name must be one of {BACKENDS}, got {name!r}")
+    ensure_symbols()
+    if name == "native" and _native is None:
+        raise ValueError("set_parallel_backend: the native pool is not available here")
+    _use_python.value = 1 if name == "python" else 0
+
+
+def native_workers() -> int:
+    """Threads the native pool has started so far (0 without a native pool)."""
+    ensure_symbols()
+    return 0 if _native is None else int(_native.workers())
+
+
 def _after_fork() -> None:
     global _pool
     _pool = None  # the workers did not survive the fork
+    if _native is not None:
+        _native.reset()
 
 
 if hasattr(os, "register_at_fork"):

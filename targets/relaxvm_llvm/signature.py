@@ -196,16 +196,20 @@ def encode_expr(expr: PrimExpr, var_index: dict[Var, int], where: str) -> ExprDa
     op = _OPS.get(type(expr))
     if op is None:
         raise LLVMBuildError(f"{where}: `{expr}` is not supported in a buffer signature")
-    return [op, encode_expr(expr.a, var_index, where), encode_expr(expr.b, var_index, where)]
+    binary: Any = expr  # one of the _OPS node types, all with operands a and b
+    return [op, encode_expr(binary.a, var_index, where), encode_expr(binary.b, var_index, where)]
 
 
-def expr_source(data: ExprData, env: str = "v") -> str:
-    """Python source computing an encoded expression from the list ``env`` of variables."""
+def expr_source(data: ExprData, env: str = "v", local: bool = False) -> str:
+    """Python source computing an encoded expression from the list ``env`` of variables
+    (``local``: from local variables named ``<env><k>`` instead)."""
     if isinstance(data, int):
         return str(data)
     if data[0] == "v":
-        return f"{env}[{data[1]}]"
-    return _PY_FORMS[data[0]].format(a=expr_source(data[1], env), b=expr_source(data[2], env))
+        return f"{env}{data[1]}" if local else f"{env}[{data[1]}]"
+    return _PY_FORMS[data[0]].format(
+        a=expr_source(data[1], env, local), b=expr_source(data[2], env, local)
+    )
 
 
 def expr_text(data: ExprData, names: tuple[str, ...]) -> str:

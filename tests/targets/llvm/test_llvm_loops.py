@@ -318,13 +318,19 @@ def test_parallel_failure_propagates(
         raise MemoryError("pool exploded")
 
     monkeypatch.setattr(parallel._Pool, "run", broken)
-    a = np.ones((50, 8), "float32")
-    with pytest.raises(KernelRuntimeError, match=r"'prow' failed.*pool exploded"):
-        module["prow"](a, np.zeros((50, 8), "float32"))
-    monkeypatch.undo()
-    out = np.zeros((50, 8), "float32")
-    module["prow"](a, out)  # the process and the pool are fine afterwards
-    np.testing.assert_array_equal(out, np.full((50, 8), 3.0, "float32"))
+    # The Python pool is the one that can fail (the native pool has no failure path).
+    backend = parallel.get_parallel_backend()
+    parallel.set_parallel_backend("python")
+    try:
+        a = np.ones((50, 8), "float32")
+        with pytest.raises(KernelRuntimeError, match=r"'prow' failed.*pool exploded"):
+            module["prow"](a, np.zeros((50, 8), "float32"))
+        monkeypatch.undo()
+        out = np.zeros((50, 8), "float32")
+        module["prow"](a, out)  # the process and the pool are fine afterwards
+        np.testing.assert_array_equal(out, np.full((50, 8), 3.0, "float32"))
+    finally:
+        parallel.set_parallel_backend(backend)
 
 
 def test_thread_settings_are_validated() -> None:
