@@ -10,9 +10,9 @@ from ..ir.arith import Analyzer
 from ..ir.expr import IntImm, PrimExpr
 from ..ir.op import mul
 from ..ir.relax._base import RelaxExpr
-from ..ir.relax.block import Function
+from ..ir.relax.block import Function, VarBinding
 from ..ir.relax.expr import Call, GlobalVar, Op, Var
-from ..ir.relax.expr_functor import ExprVisitor
+from ..ir.relax.expr_functor import ExprMutator, ExprVisitor
 from ..ir.relax.module import IRModule
 from ..ir.relax.struct_info import StructInfo, TupleStructInfo
 from ..runtime.dtype import DataType
@@ -56,6 +56,30 @@ def compile_error(pass_name: str, function: str, binding: str | None, reason: st
     if binding:
         where += f", binding '{binding}'"
     return CompileError(f"{pass_name}: {where}: {reason}")
+
+
+class BindingContextMutator(ExprMutator):
+    """An :class:`ExprMutator` that knows which function and binding it is in, so that its
+    errors name both (``self.error(reason)``); set :attr:`pass_name` in subclasses."""
+
+    pass_name = "?"
+
+    def __init__(self, mod: IRModule, function: str) -> None:
+        super().__init__(mod)
+        self.function = function
+        self.binding: str | None = None
+
+    def visit_var_binding(self, binding: VarBinding) -> None:
+        saved = self.binding
+        self.binding = binding.var.name_hint
+        try:
+            super().visit_var_binding(binding)
+        finally:
+            self.binding = saved
+
+    def error(self, reason: str) -> CompileError:
+        """A :class:`CompileError` naming this pass, function and binding."""
+        return compile_error(self.pass_name, self.function, self.binding, reason)
 
 
 def map_relax_functions(

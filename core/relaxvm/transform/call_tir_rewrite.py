@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..ir.relax._base import RelaxExpr
-from ..ir.relax.block import Function, VarBinding
+from ..ir.relax.block import Function
 from ..ir.relax.expr import (
     Call,
     DataTypeImm,
@@ -36,10 +36,15 @@ from ..ir.relax.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.module import IRModule
 from ..ir.relax.struct_info import TensorStructInfo, TupleStructInfo
-from ._lower_common import VOID, compile_error, func_name, gvar_name_of, is_op
+from ._lower_common import (
+    VOID,
+    BindingContextMutator,
+    func_name,
+    gvar_name_of,
+    is_op,
+)
 from .pass_infra import Pass, PassContext, function_pass
 
 __all__ = ["CallTIRRewrite"]
@@ -48,22 +53,8 @@ _PASS = "CallTIRRewrite"
 _DPS_OPS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed")
 
 
-class _CallTIRRewriter(ExprMutator):
-    def __init__(self, mod: IRModule, function: str) -> None:
-        super().__init__(mod)
-        self.function = function
-        self.binding: str | None = None
-
-    def visit_var_binding(self, binding: VarBinding) -> None:
-        saved = self.binding
-        self.binding = binding.var.name_hint
-        try:
-            super().visit_var_binding(binding)
-        finally:
-            self.binding = saved
-
-    def error(self, reason: str) -> Exception:
-        return compile_error(_PASS, self.function, self.binding, reason)
+class _CallTIRRewriter(BindingContextMutator):
+    pass_name = _PASS
 
     def visit_call_(self, expr: Call) -> RelaxExpr:
         call = super().visit_call_(expr)

@@ -20,11 +20,10 @@ from ..ir.arith import Analyzer
 from ..ir.expr import FloatImm, IntImm
 from ..ir.expr_functor import free_vars
 from ..ir.relax._base import RelaxExpr
-from ..ir.relax.block import Function, VarBinding
+from ..ir.relax.block import Function
 from ..ir.relax.expr import PrimValue
-from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.module import IRModule
-from ._lower_common import compile_error, func_name, gvar_name_of
+from ._lower_common import BindingContextMutator, compile_error, func_name, gvar_name_of
 from .pass_infra import Pass, PassContext, function_pass
 
 __all__ = ["ComputePrimValue"]
@@ -32,20 +31,12 @@ __all__ = ["ComputePrimValue"]
 _PASS = "ComputePrimValue"
 
 
-class _PrimValueComputer(ExprMutator):
-    def __init__(self, mod: IRModule, function: str) -> None:
-        super().__init__(mod)
-        self.function = function
-        self.binding: str | None = None
-        self.analyzer = Analyzer()
+class _PrimValueComputer(BindingContextMutator):
+    pass_name = _PASS
 
-    def visit_var_binding(self, binding: VarBinding) -> None:
-        saved = self.binding
-        self.binding = binding.var.name_hint
-        try:
-            super().visit_var_binding(binding)
-        finally:
-            self.binding = saved
+    def __init__(self, mod: IRModule, function: str) -> None:
+        super().__init__(mod, function)
+        self.analyzer = Analyzer()
 
     def visit_leaf_(self, expr: RelaxExpr) -> RelaxExpr:
         if not isinstance(expr, PrimValue):

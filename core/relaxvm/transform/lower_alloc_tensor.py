@@ -14,12 +14,18 @@ where ``nbytes = prod(shape) * bytes(dtype)`` is a shape expression, possibly sy
 from __future__ import annotations
 
 from ..ir.relax._base import RelaxExpr
-from ..ir.relax.block import Function, VarBinding
+from ..ir.relax.block import Function
 from ..ir.relax.expr import Call, DataTypeImm, Op, PrimValue, ShapeExpr, StringImm
-from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.module import IRModule
 from ..ir.relax.struct_info import ObjectStructInfo, ShapeStructInfo
-from ._lower_common import compile_error, func_name, gvar_name_of, is_op, tensor_nbytes
+from ._lower_common import (
+    BindingContextMutator,
+    compile_error,
+    func_name,
+    gvar_name_of,
+    is_op,
+    tensor_nbytes,
+)
 from .pass_infra import Pass, PassContext, function_pass
 
 __all__ = ["LowerAllocTensor"]
@@ -27,19 +33,8 @@ __all__ = ["LowerAllocTensor"]
 _PASS = "LowerAllocTensor"
 
 
-class _AllocLowerer(ExprMutator):
-    def __init__(self, mod: IRModule, function: str) -> None:
-        super().__init__(mod)
-        self.function = function
-        self.binding: str | None = None
-
-    def visit_var_binding(self, binding: VarBinding) -> None:
-        saved = self.binding
-        self.binding = binding.var.name_hint
-        try:
-            super().visit_var_binding(binding)
-        finally:
-            self.binding = saved
+class _AllocLowerer(BindingContextMutator):
+    pass_name = _PASS
 
     def visit_call_(self, expr: Call) -> RelaxExpr:
         call = super().visit_call_(expr)
@@ -50,7 +45,7 @@ class _AllocLowerer(ExprMutator):
         device = call.args[2] if len(call.args) > 2 else PrimValue(0)
         scope = call.args[3] if len(call.args) > 3 else StringImm("global")
         if not isinstance(dtype, DataTypeImm):
-            raise compile_error(_PASS, self.function, self.binding, "dtype must be a DataTypeImm")
+            raise self.error("dtype must be a DataTypeImm")
         sinfo = shape.struct_info
         values = shape.values if isinstance(shape, ShapeExpr) else None
         if values is None and isinstance(sinfo, ShapeStructInfo):

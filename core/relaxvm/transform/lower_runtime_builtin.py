@@ -28,7 +28,7 @@ The argument conventions are those of the builtins in ``plugins/relaxvm_builtins
 from __future__ import annotations
 
 from ..ir.relax._base import RelaxExpr
-from ..ir.relax.block import Function, VarBinding
+from ..ir.relax.block import Function
 from ..ir.relax.expr import (
     Call,
     DataTypeImm,
@@ -38,11 +38,10 @@ from ..ir.relax.expr import (
     Tuple,
     TupleGetItem,
 )
-from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.module import IRModule
 from ..ir.relax.struct_info import ObjectStructInfo, StructInfo, TupleStructInfo
 from ..runtime.device import Device
-from ._lower_common import VOID, compile_error, func_name, gvar_name_of
+from ._lower_common import VOID, BindingContextMutator, func_name, gvar_name_of
 from .pass_infra import Pass, PassContext, function_pass
 
 __all__ = ["LowerRuntimeBuiltin"]
@@ -62,22 +61,8 @@ def _packed(name: str, args: list[RelaxExpr], sinfo: StructInfo) -> Call:
     return Call(ExternFunc(name), args, None, [sinfo], sinfo)
 
 
-class _BuiltinLowerer(ExprMutator):
-    def __init__(self, mod: IRModule, function: str) -> None:
-        super().__init__(mod)
-        self.function = function
-        self.binding: str | None = None
-
-    def visit_var_binding(self, binding: VarBinding) -> None:
-        saved = self.binding
-        self.binding = binding.var.name_hint
-        try:
-            super().visit_var_binding(binding)
-        finally:
-            self.binding = saved
-
-    def error(self, reason: str) -> Exception:
-        return compile_error(_PASS, self.function, self.binding, reason)
+class _BuiltinLowerer(BindingContextMutator):
+    pass_name = _PASS
 
     def items(self, expr: RelaxExpr, what: str) -> list[RelaxExpr]:
         """The fields of a tuple argument: a literal tuple's fields, or one ``TupleGetItem``
