@@ -199,7 +199,7 @@ def _cmd_plugins(options: argparse.Namespace) -> int:
     for variable in ("RELAXVM_PLUGINS", "RELAXVM_DISABLE_PLUGINS"):
         if os.environ.get(variable):
             print(f"{variable}={os.environ[variable]}", file=out)
-    rows = [("NAME", "STATUS", "FUNCTIONS", "MODULE", "DISTRIBUTION")]
+    rows = [("NAME", "STATUS", "REGISTERED", "MODULE", "DISTRIBUTION")]
     for info in report:
         count = str(len(info.registered)) if info.status == "loaded" else "-"
         rows.append((info.name, info.status, count, info.value, info.distribution))

@@ -111,7 +111,7 @@ def test_plugins_lists_status_module_distribution_and_count(
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == "RELAXVM_DISABLE_PLUGINS=zz_blocked"
-    assert lines[1].split() == ["NAME", "STATUS", "FUNCTIONS", "MODULE", "DISTRIBUTION"]
+    assert lines[1].split() == ["NAME", "STATUS", "REGISTERED", "MODULE", "DISTRIBUTION"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     assert rows["builtins"] == [
         "builtins", "loaded", str(expected), "relaxvm_builtins.plugin", "relaxvm"
