@@ -10,7 +10,9 @@
 * reductions whose inputs are contiguous along the output's last axis (matmul, batch matmul,
   dense, NCHW convolution, pooling, sums over outer axes; :mod:`.tile`, :mod:`.plan`,
   :mod:`.packing`): register-blocked tiles with the following elementwise stages (bias,
-  activation) inlined (:mod:`.epilogue`), packed operands and L2-sized column blocks;
+  activation) inlined (:mod:`.epilogue`), packed operands and L2-sized column blocks; with
+  few rows (a batch-1 layer; :mod:`.small`), unpacked one-row tiles wide across the columns,
+  parallel over column tiles, chosen at run time when the row count is symbolic;
 * reductions along the contiguous innermost axis (row sums, softmax and norm statistics;
   :mod:`.reduction`): vector lanes combined at the end, parallel over rows.
 

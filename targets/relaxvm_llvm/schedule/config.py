@@ -9,7 +9,13 @@ from typing import Any
 
 from relaxvm.runtime.dtype import DataType
 
-__all__ = ["CpuConfig", "cpu_config"]
+__all__ = ["SMALL_PARALLEL_FACTOR", "CpuConfig", "cpu_config"]
+
+#: How many times ``parallel_cutoff`` of work a matmul-like kernel with only one or a few rows
+#: (a batch-1 layer) must carry before its column tiles run in parallel: a 512 x 512 layer at
+#: batch 1 takes about 20 us on one core and no less on two, while a second thread that waits
+#: for a core (another process, numpy's spinning BLAS threads) costs up to a time slice.
+SMALL_PARALLEL_FACTOR = 4
 
 # CPU names whose widest useful vector registers are 512 bits (AVX-512 parts).
 _AVX512_CPUS = (

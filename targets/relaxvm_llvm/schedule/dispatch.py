@@ -15,6 +15,7 @@ from .guards import has_guard, materialize_padding, unguard
 from .injective import schedule_injective_stage
 from .plan import TilePlan, plan_tile, transposed_operand
 from .reduction import lane_width, schedule_reduction_stage
+from .small import with_small_rows
 from .stages import (
     Stage,
     loads_of,
@@ -132,7 +133,7 @@ def _schedule(func: PrimFunc, config: CpuConfig, where: str) -> tuple[PrimFunc, 
             plan = plan_tile(stage, epilogue, config) if wants else None
             dense_plan = None if wants else _dense_plan(stage, epilogue, config)
             if plan is not None:
-                new_stmts.append(schedule_tiled_reduction(stage, epilogue, plan, config))
+                new_stmts.append(with_small_rows(stage, epilogue, plan, config))
                 used.append("tiled")
             elif dense_plan is not None:
                 new_stmts.append(_dense(stage, epilogue, dense_plan, config))

@@ -66,6 +66,25 @@ class Packing:
         kind = ForKind.PARALLEL if parallel else ForKind.SERIAL
         return For(self.tile_var, 0, self.tiles, kind, body)
 
+    def stage_block(self, first: PrimExpr, count: PrimExpr) -> Stmt:
+        """Fill tiles ``first .. first + count - 1`` only (one column block), reduction
+        loops outermost: each ``k`` reads ``count * V`` consecutive elements of a row of the
+        operand, where the whole-operand copy reads ``V`` per row."""
+        dtype = str(self.lane.dtype)
+        lane, tile = Var("pack_v", dtype), Var("pack_t", dtype)
+        red = [Var(v.name, v.dtype) for v in self.red_vars]
+        column = (first + tile) * self.cols + lane
+        value = substitute(self.load, {self.col_var: column})
+        value = substitute(value, dict(zip(self.red_vars, red, strict=True)))
+        body: Stmt = For(
+            lane, 0, self.cols, ForKind.VECTORIZED,
+            BufferStore(self.buffer, value, [first + tile, *red, lane]),
+        )  # fmt: skip
+        body = For(tile, 0, count, ForKind.SERIAL, body)
+        for var, extent in reversed(list(zip(red, self.red_extents, strict=True))):
+            body = For(var, 0, extent, ForKind.SERIAL, body)
+        return body
+
 
 def choose_packing(
     stage: Stage, plan: TilePlan, config: CpuConfig, dense: bool = False

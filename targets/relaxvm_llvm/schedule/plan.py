@@ -77,6 +77,7 @@ def plan_tile(
         if transposed is None:
             return None
         vector_loads.append(transposed)
+    col_const = static_extent(extents[col_var])
     row_var = None
     for loop in reversed(stage.loops):
         var = loop.loop_var
@@ -86,7 +87,6 @@ def plan_tile(
         if any(var not in free_vars_of_load(load) for load in vector_loads):
             row_var = var
             break
-    col_const = static_extent(extents[col_var])
     if row_var is not None:
         # rows x vectors accumulators, plus the B vectors and one broadcast, must fit in
         # the register file: 8x2 of 32 registers (AVX-512), 6x2 of 16 (AVX2).
@@ -103,6 +103,14 @@ def plan_tile(
         for loop in stage.reduce_loops:
             depth *= static_extent(loop.extent) or 1024
         rows, vectors = 1, (64 if depth >= 64 else 4)
+        # The column tiles are then the only parallel loop (a batch-1 layer): leave one per
+        # thread rather than one tile as wide as the output.
+        while (
+            col_const is not None
+            and vectors > 4
+            and col_const // (lanes * vectors) < config.num_threads
+        ):
+            vectors //= 2
     cols = lanes * vectors
     if col_const is not None and col_const < cols:
         cols = col_const if col_const <= lanes else (col_const // lanes) * lanes

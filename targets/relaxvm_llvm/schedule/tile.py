@@ -23,8 +23,12 @@ so results match the unscheduled function up to FMA contraction.
 
 For large problems the reused operand is first copied tile by tile (:mod:`.packing`), so the
 inner loop streams consecutive memory, and the columns are split into blocks whose slice of
-that operand stays in L2; the column block is the outermost loop of the parallel grid. A
-dense ``x @ W.T`` (``W[j, k]``) is tiled the same way once ``W`` is packed.
+that operand stays in L2; the column block is the outermost loop of the parallel grid. When
+the blocks share out evenly between the threads, the grid is the blocks alone and each block
+packs its own slice first (in the cache of the thread that uses it, with no separate copy
+pass and barrier); otherwise the copy runs before the grid. A dense ``x @ W.T``
+(``W[j, k]``) is tiled the same way once ``W`` is packed. Few rows take the unpacked path of
+:mod:`.small` instead (chosen at run time for a symbolic row count).
 """
 
 from __future__ import annotations
@@ -47,12 +51,12 @@ from relaxvm.ir.tir import (
 )
 from relaxvm.ir.tir import substitute as substitute_stmt
 
-from .config import CpuConfig
+from .config import SMALL_PARALLEL_FACTOR, CpuConfig
 from .epilogue import Epilogue
 from .loops import fused_grid, product
 from .packing import Packing, choose_packing, column_blocks
 from .plan import TilePlan, plan_tile, transposed_operand
-from .stages import COMBINE, Stage, static_extent
+from .stages import COMBINE, Stage, static_extent, vector_access
 
 __all__ = ["TilePlan", "plan_tile", "schedule_tiled_reduction", "transposed_operand"]
 
@@ -72,6 +76,8 @@ class _TileBuilder:
         # the end recompute (and store the same value into) the last row, so one tile
         # shape serves every row count (half the code for LLVM to compile).
         self.row_limit: PrimExpr | None = None
+        # Each column block packs its own tiles of the operand (see _packs_per_block).
+        self.pack_in_blocks = False
 
     def _fresh_reduce_loops(self) -> tuple[list[For], dict[Var, PrimExpr]]:
         # Every tile defines its own reduction loop variables (no variable is bound twice).
@@ -232,7 +238,24 @@ def schedule_tiled_reduction(
     if builder.pack is None:
         return stmt
     pack = builder.pack
+    if builder.pack_in_blocks:
+        return Allocate(pack.buffer, stmt)
     return Allocate(pack.buffer, seq(pack.stage(config.num_threads > 1), stmt))
+
+
+def _packs_per_block(builder: _TileBuilder, config: CpuConfig) -> bool:
+    """Whether each column block packs its own slice of the operand inside the parallel loop
+    (the grid is then the blocks alone): the thread that uses a packed slice makes it, in
+    its own cache, with no separate pass, launch and barrier for the copy. Only when the
+    blocks share out evenly between the threads (or there are plenty of them), and only for
+    an operand contiguous along the columns: the transposed ``W`` of ``x @ W.T`` is packed by
+    gathers, which the whole-operand copy does at half the cost (measured, 512 x 512)."""
+    if builder.pack is None or builder.blocks is None or config.num_threads < 2:
+        return False
+    if vector_access(builder.pack.load, builder.col_var) != "contiguous":
+        return False
+    count = builder.blocks[1] + (1 if builder.blocks[2] else 0)
+    return count % config.num_threads == 0 or count >= 4 * config.num_threads
 
 
 def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfig) -> Stmt:
@@ -261,10 +284,34 @@ def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfi
     grid = [(lp.loop_var, lp.extent) for lp in above]
     dtype = str(col_var.dtype)
     block_var: Var | None = None
+    block_count: PrimExpr | None = None
     if builder.blocks is not None:
         block_var = Var(f"{col_var.name}_b", dtype)
-        count = builder.blocks[1] + (1 if builder.blocks[2] else 0)
-        grid.append((block_var, IntImm(dtype, count)))
+        block_count = IntImm(dtype, builder.blocks[1] + (1 if builder.blocks[2] else 0))
+        builder.pack_in_blocks = (
+            row_pos is not None and parallel and _packs_per_block(builder, config)
+        )
+        if not builder.pack_in_blocks:
+            grid.append((block_var, block_count))
+
+    def finish(inner: list[tuple[Var, PrimExpr]], body: Stmt) -> Stmt:
+        """The loops around the tiles: one parallel grid, or the column blocks in parallel
+        with each one's packing and a serial grid of its tiles."""
+        if not builder.pack_in_blocks:
+            stmt, _ = fused_grid("fused", inner, body, kind)
+        else:
+            assert block_var is not None and block_count is not None and builder.pack
+            assert builder.blocks is not None
+            per_block = builder.blocks[0] // plan.cols
+            first = block_var * per_block
+            tiles = builder.pack.tiles
+            count: PrimExpr = IntImm(dtype, per_block)
+            if builder.blocks[2]:  # the last block holds fewer (maybe no) whole tiles
+                count = min_expr(tiles - first, per_block)
+            fill = builder.pack.stage_block(first, count)
+            nest, _ = fused_grid("fused", inner, body, ForKind.SERIAL)
+            stmt = For(block_var, 0, block_count, ForKind.PARALLEL, seq(fill, nest))
+        return substitute_stmt(stmt, unit) if unit else stmt
 
     def below_nest(row_base: PrimExpr | None, rows: int) -> Stmt:
         body = builder.columns(row_base, rows, block_var)
@@ -277,7 +324,11 @@ def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfi
         if grid:
             stmt, _ = fused_grid("fused", grid, body, kind)
         else:
-            stmt = _parallel_outermost(body) if parallel else body
+            # One output row (a batch-1 layer): its column tiles alone are the parallel loop.
+            wide = (
+                work_const is None or work_const >= SMALL_PARALLEL_FACTOR * config.parallel_cutoff
+            )
+            stmt = _parallel_outermost(body) if parallel and wide else body
         return substitute_stmt(stmt, unit) if unit else stmt
 
     row_var = plan.row_var
@@ -298,13 +349,11 @@ def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfi
             edge = builder.columns(IntImm(row_dtype, full * rows), rest, block_var)
             columns = IfThenElse(tile_var < full, columns, edge) if full else edge
         count = IntImm(row_dtype, full + (1 if rest else 0))
-        stmt, _ = fused_grid("fused", [*grid, (tile_var, count), *below_grid], columns, kind)
-        return substitute_stmt(stmt, unit) if unit else stmt
+        return finish([*grid, (tile_var, count), *below_grid], columns)
     builder.row_limit = row_extent - 1
     tiles = floordiv(row_extent + (rows - 1), rows)
     columns = builder.columns(tile_var * rows, rows, block_var)
-    stmt, _ = fused_grid("fused", [*grid, (tile_var, tiles), *below_grid], columns, kind)
-    return substitute_stmt(stmt, unit) if unit else stmt
+    return finish([*grid, (tile_var, tiles), *below_grid], columns)
 
 
 def _parallel_outermost(stmt: Stmt) -> Stmt:
