@@ -11,8 +11,13 @@ Measures, in one process:
 * compiling that MLP: cold (an empty kernel cache, first compile in the process) at most
   1.0 s, warm (the same model again, kernels from the cache) at most 0.1 s.
 
-Timings are medians over ``--repeat`` runs of a few calls each. The machine is shared and
-noisy: run it twice before believing a ratio.
+Timings are medians over ``--repeat`` runs of a few calls each. numpy runs last in each
+block, and relaxvm is timed after a pause, because OpenBLAS's threads keep spinning for a
+moment after a numpy matmul and would otherwise take the second core from relaxvm's threads.
+Compile times are for a fresh kernel cache; the first compile in a process also pays for
+importing the compiler and initialising LLVM (and for compiling relaxvm's ``.py`` files when
+no ``.pyc`` files can be written, as with ``PYTHONDONTWRITEBYTECODE=1``). The machine is shared
+and noisy: run it twice before believing a ratio.
 """
 
 from __future__ import annotations
@@ -76,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--width", type=int, default=512)
+    parser.add_argument(
+        "--pause", type=float, default=0.5, help="idle seconds before timing relaxvm"
+    )
     args = parser.parse_args(argv)
     width = args.width
 
@@ -115,11 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         tx = relaxvm.tensor(x)
         number = 20 if batch == 1 else 5
         results = {}
+        expected = numpy_mlp(x, weights)
         for label, built in (("bytecode", ex), ("compiled", ex_compiled)):
             vm = relaxvm.VirtualMachine(built, relaxvm.cpu())
             got = vm["main"](tx, *params).numpy()
-            if not np.allclose(got, numpy_mlp(x, weights), rtol=1e-3, atol=1e-3):
+            if not np.allclose(got, expected, rtol=1e-3, atol=1e-3):
                 raise SystemExit(f"{label} result differs from numpy at batch {batch}")
+            # OpenBLAS threads spin for a while after each numpy matmul and would take the
+            # second core from relaxvm's threads: let them go to sleep before timing.
+            time.sleep(args.pause)
             func = vm["main"]
             results[label] = _median_seconds(
                 lambda f=func, tx=tx: f(tx, *params), args.repeat, number
