@@ -32,6 +32,8 @@ __all__ = [
     "VMInstrumentReturnKind",
     "not_ready",
     "prepare",
+    "static_match_dims",
+    "static_tensor_check",
 ]
 
 
@@ -195,8 +197,10 @@ def _bind_call(
 def _intrinsics() -> dict[int, Callable[..., Any]]:
     """Binders for the builtins every compiled program calls per op, by callee identity.
 
-    Each binder returns a closure doing exactly what the builtin's fast path does, or None
-    to bind the call normally; the builtin itself still handles every other case.
+    Each binder returns ``(opcode, data)``: an inline opcode run by the dispatch loop itself
+    (:data:`OP_KILL`, :data:`OP_ALLOC_TENSOR`) or ``(1, closure)``, a call closure doing
+    exactly what the builtin's fast path does; or None to bind the call normally. The
+    builtin itself still handles every other case (and raises every error).
     """
     from . import registry
 
@@ -207,7 +211,103 @@ def _intrinsics() -> dict[int, Callable[..., Any]]:
     alloc_tensor = registry.get_global_func("vm.builtin.alloc_tensor", allow_missing=True)
     if alloc_tensor is not None:
         found[id(alloc_tensor)] = _bind_alloc_tensor
+    match_shape = registry.get_global_func("vm.builtin.match_shape", allow_missing=True)
+    if match_shape is not None:
+        found[id(match_shape)] = _bind_match_shape
+    check = registry.get_global_func("vm.builtin.check_tensor_info", allow_missing=True)
+    if check is not None:
+        found[id(check)] = _bind_check_tensor_info
     return found
+
+
+def static_tensor_check(values: list[Any]) -> tuple[int, DataType] | None:
+    """``(ndim, dtype)`` of a ``check_tensor_info(value, ndim, dtype, err_ctx)`` call whose
+    fixed arguments (from ``ndim`` on) are ``values``, when ``ndim`` is an int >= 0 and
+    ``dtype`` a DataType; None otherwise (the call then always goes to the builtin).
+
+    Such a call passes when the value is a Tensor with that many dimensions and that very
+    (interned) DataType, so that test can stand in for it; anything else goes to the
+    builtin, which accepts what it accepts and raises the exact error.
+    """
+    if len(values) != 3:
+        return None
+    ndim, dtype = values[0], values[1]
+    if type(ndim) is not int or ndim < 0 or type(dtype) is not DataType:
+        return None
+    return ndim, dtype
+
+
+def _bind_check_tensor_info(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> tuple[int, Any] | None:
+    """A call closure testing class, ndim and dtype first (see :func:`static_tensor_check`),
+    calling the builtin only when that fails."""
+    if len(slots) != 4 or not slots[0] < size or min(slots[1:]) < size:
+        return None
+    fixed = static_tensor_check([template[i] for i in slots[1:]])
+    if fixed is None:
+        return None
+    from .runtime import Tensor
+
+    ndim, dtype = fixed
+    call = _bind_call(f, slots, template, size)
+    value_slot = slots[0]
+
+    def check(regs: list[Any]) -> Any:
+        value = regs[value_slot]
+        if value.__class__ is Tensor and len(value.shape) == ndim and value.dtype is dtype:
+            return None
+        return call(regs)
+
+    return (1, check)
+
+
+def static_match_dims(values: list[Any]) -> tuple[int, ...] | None:
+    """The dimensions a ``match_shape(value, heap, size, code_0, v_0, ...[, err_ctx])`` call
+    asserts, given its fixed arguments from ``size`` on, when every code is
+    ``ASSERT_EQUAL_TO_IMM`` (0) with an int value; None otherwise.
+
+    Such a call passes exactly when the value is a Tensor whose shape equals these
+    dimensions, so that one tuple comparison can stand in for the call; every other case
+    still goes to the builtin (which raises the exact error).
+    """
+    if not values or type(values[0]) is not int:
+        return None
+    ndim = values[0]
+    pairs = values[1:]
+    if ndim < 0 or len(pairs) - 2 * ndim not in (0, 1):
+        return None
+    dims = []
+    for index in range(ndim):
+        code, dim = pairs[2 * index], pairs[2 * index + 1]
+        if type(code) is not int or code != 0 or type(dim) is not int:
+            return None
+        dims.append(dim)
+    return tuple(dims)
+
+
+def _bind_match_shape(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> tuple[int, Any] | None:
+    """A call closure checking ``value.shape == dims`` first (see :func:`static_match_dims`),
+    calling the builtin only when that fails."""
+    if len(slots) < 3 or not slots[0] < size or min(slots[2:]) < size:
+        return None
+    dims = static_match_dims([template[i] for i in slots[2:]])
+    if dims is None:
+        return None
+    from .runtime import Tensor
+
+    call = _bind_call(f, slots, template, size)
+    value_slot = slots[0]
+
+    def match(regs: list[Any]) -> Any:
+        value = regs[value_slot]
+        if value.__class__ is Tensor and value.shape == dims:
+            return None
+        return call(regs)
+
+    return (1, match)
 
 
 #: Opcodes of ``PreparedFunction.code`` beyond the bytecode's (1 call, 2 ret, 3 goto, 4 if):
@@ -244,13 +344,50 @@ def _bind_alloc_tensor(
     """``(storage register, offset, shape, dtype, byte end, builtin)`` for the dispatch loop:
     it builds the Tensor when the storage is a Storage holding it, else calls the builtin
     (which converts or raises the exact error)."""
-    if len(slots) != 4 or not slots[0] < size or min(slots[1:]) < size:
+    if len(slots) != 4 or not slots[0] < size:
+        return None
+    if slots[2] < size and slots[1] >= size and slots[3] >= size:
+        return _bind_alloc_tensor_shape_reg(f, slots, template, size)
+    if min(slots[1:]) < size:
         return None
     offset, shape, dtype = (template[i] for i in slots[1:])
     end = static_tensor_end(offset, shape, dtype)
     if end is None:
         return None
     return (OP_ALLOC_TENSOR, (slots[0], offset, shape, dtype, end, f))
+
+
+def _bind_alloc_tensor_shape_reg(
+    f: Callable[..., Any], slots: tuple[int, ...], template: list[Any], size: int
+) -> tuple[int, Any] | None:
+    """``alloc_tensor(storage, offset, shape register, dtype)`` (a shape made at run time):
+    a call closure doing the builtin's fast path, the byte count taken from the shape."""
+    import math
+
+    from .runtime import Shape, Storage, Tensor
+
+    storage_slot, offset, shape_slot, dtype = (
+        slots[0],
+        template[slots[1]],
+        slots[2],
+        template[slots[3]],
+    )
+    if type(offset) is not int or offset < 0 or type(dtype) is not DataType:
+        return None
+    itemsize = (dtype.bits * dtype.lanes + 7) >> 3
+    prod = math.prod
+
+    def alloc(regs: list[Any]) -> Any:
+        storage, shape = regs[storage_slot], regs[shape_slot]
+        if (
+            storage.__class__ is Storage
+            and shape.__class__ is Shape
+            and storage.nbytes >= offset + prod(shape) * itemsize
+        ):
+            return Tensor(storage, offset, shape, dtype)
+        return f(storage, offset, shape, dtype)
+
+    return (1, alloc)
 
 
 def _bind_instrumented(

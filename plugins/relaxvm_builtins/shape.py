@@ -13,6 +13,7 @@ unusual is handed to a careful second pass that finds the exact problem and word
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
 from typing import Any
 
@@ -35,6 +36,26 @@ __all__ = [
 ]
 
 _INT64 = DataType("int64")
+
+_getrefcount = sys.getrefcount
+#: Reference counts say exactly who holds an object only with the GIL on; free-threaded
+#: builds (``sys._is_gil_enabled() is False``) get a fresh heap per call.
+_REFCOUNTS_EXACT = getattr(sys, "_is_gil_enabled", lambda: True)()
+#: Heaps kept per allocator and heap size (enough for a few nested or concurrent calls).
+_MAX_SPARE_HEAPS = 4
+
+
+def _unreferenced_count() -> int:
+    """What getrefcount says of an object held only by a list being looped over (the list,
+    the loop variable, the argument), measured in exactly the pattern alloc_shape_heap uses:
+    interpreters differ in whether the argument adds a reference."""
+    kept = [Tensor.__new__(Tensor)]
+    for item in kept:
+        return _getrefcount(item)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_UNREFERENCED = _unreferenced_count()
 
 
 class MatchShapeCode(IntEnum):
@@ -103,8 +124,31 @@ def alloc_shape_heap(ctx: Any, size: int) -> Tensor:
         )
     if size < 0:
         raise VMValueError(f"vm.builtin.alloc_shape_heap: size must be >= 0, got {size}")
-    storage = ctx.allocators[-1].alloc(size * 8, dtype_hint=_INT64)
-    return Tensor(storage, 0, Shape._trusted((size,)), _INT64)
+    allocator = ctx.allocators[-1]
+    # Every call of a function with symbolic shapes needs a heap, and making one (storage,
+    # tensor, numpy view, release) costs several microseconds. A heap is garbage as soon as
+    # its call returns, so the allocator keeps a few and hands out one nobody references
+    # any more: only the spare list and this loop hold it (_UNREFERENCED). A heap still
+    # held anywhere (a caller, a traceback, a recursive call in progress, another thread's
+    # loop) has more and is skipped. The contents are uninitialised
+    # either way: every slot is stored before it is loaded.
+    spares = getattr(allocator, "scratch", None)
+    if spares is None or not _REFCOUNTS_EXACT:
+        storage = allocator.alloc(size * 8, dtype_hint=_INT64)
+        return Tensor(storage, 0, Shape._trusted((size,)), _INT64)
+    key = ("shape_heap", size)
+    kept = spares.get(key)
+    if kept is None:
+        kept = spares[key] = []
+    for heap in kept:
+        if _getrefcount(heap) == _UNREFERENCED:
+            return heap
+    storage = allocator.alloc(size * 8, dtype_hint=_INT64)
+    heap = Tensor(storage, 0, Shape._trusted((size,)), _INT64)
+    if len(kept) < _MAX_SPARE_HEAPS:
+        heap.host_array()  # made once, kept with the heap
+        kept.append(heap)
+    return heap
 
 
 def _heap_words(heap: Any, slot: Any, prefix: str) -> np.ndarray:

@@ -49,6 +49,7 @@ from ..ir.relax import (
 from ..ir.relax import RelaxExpr as Expr
 from ..ir.tir import PrimFunc
 from ..runtime import DataType, Shape
+from .vm_peephole import reuse_make_shape
 
 __all__ = ["VMCodeGen", "function_symbol", "vm_codegen"]
 
@@ -192,7 +193,7 @@ class _FunctionEmitter:
 
     def _flush(self, param_names: list[str]) -> None:
         ib = self.ib
-        instrs = self.code.instrs
+        instrs = reuse_make_shape(self.code.instrs)
         with ib.function(self.symbol, num_inputs=len(param_names), param_names=param_names):
             for pc, instr in enumerate(instrs):
                 kind = instr[0]

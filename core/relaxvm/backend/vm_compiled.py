@@ -62,6 +62,8 @@ class _Generator:
         self.null_value = get_global_func("vm.builtin.null_value", allow_missing=True)
         self.copy = get_global_func("vm.builtin.copy", allow_missing=True)
         self.alloc_tensor = get_global_func("vm.builtin.alloc_tensor", allow_missing=True)
+        self.match_shape = get_global_func("vm.builtin.match_shape", allow_missing=True)
+        self.check_tensor_info = get_global_func("vm.builtin.check_tensor_info", allow_missing=True)
         # line number (1-based, in the whole source) -> (function table index, pc)
         self.line_pc: dict[int, tuple[int, int]] = {}
 
@@ -175,6 +177,14 @@ class _Generator:
                 inline = self._inline_alloc_tensor(ins)
                 if inline is not None:
                     return inline
+            if target is self.match_shape:
+                inline = self._inline_match_shape(ins)
+                if inline is not None:
+                    return inline
+            if target is self.check_tensor_info:
+                inline = self._inline_check_tensor_info(ins)
+                if inline is not None:
+                    return inline
         args = ", ".join(self._arg(k, v) for k, v in ins.args)
         call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
         if ins.reg == VOID_REGISTER:
@@ -193,6 +203,8 @@ class _Generator:
         (sk, sv), (ok, ov), (hk, hv), (dk, dv) = ins.args
         if sk != ArgKind.REGISTER or not 0 <= sv < VOID_REGISTER or ok != ArgKind.IMMEDIATE:
             return None
+        if hk == ArgKind.REGISTER and 0 <= hv < VOID_REGISTER and dk == ArgKind.CONST_IDX:
+            return self._inline_alloc_tensor_shape_reg(ins)
         if hk != ArgKind.CONST_IDX or dk != ArgKind.CONST_IDX:
             return None
         end = static_tensor_end(ov, self.vm._constants[hv], self.vm._constants[dv])
@@ -205,6 +217,94 @@ class _Generator:
         return (
             f"r{ins.reg} = {tensor_cls}({args}) if r{sv}.__class__ is {storage_cls} and "
             f"r{sv}.nbytes >= {end} else {builtin}({args})"
+        )
+
+    def _fixed_args(self, ins: Instruction, start: int) -> list[Any] | None:
+        """The values of arguments ``start..`` when all are immediates or constants."""
+        fixed = []
+        for kind, value in ins.args[start:]:
+            if kind == ArgKind.IMMEDIATE:
+                fixed.append(value)
+            elif kind == ArgKind.CONST_IDX:
+                fixed.append(self.vm._constants[value])
+            else:
+                return None
+        return fixed
+
+    def _value_register(self, ins: Instruction) -> int | None:
+        """The first argument's register, when it is an ordinary one."""
+        if not ins.args:
+            return None
+        kind, value = ins.args[0]
+        if kind != ArgKind.REGISTER or not 0 <= value < VOID_REGISTER:
+            return None
+        return int(value)
+
+    def _inline_check_tensor_info(self, ins: Instruction) -> str | None:
+        """``check_tensor_info(reg, ndim, dtype, err_ctx)`` as a class/ndim/dtype test,
+        calling the builtin only when it fails (for its exact error)."""
+        from .._frames import static_tensor_check
+        from ..runtime import Tensor
+
+        reg = self._value_register(ins)
+        fixed = self._fixed_args(ins, 1) if reg is not None else None
+        found = static_tensor_check(fixed) if fixed is not None else None
+        if found is None:
+            return None
+        ndim = found[0]
+        tensor_cls = self.bind(("class", 0), Tensor)
+        # The constant itself (static_tensor_check saw a DataType there), bound once per VM.
+        dtype_name = self._arg(*ins.args[2])
+        args = ", ".join(self._arg(k, v) for k, v in ins.args)
+        call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
+        return (
+            f"r{ins.reg} = None if r{reg}.__class__ is {tensor_cls} and len(r{reg}.shape) == "
+            f"{int(ndim)} and r{reg}.dtype is {dtype_name} else {call}"
+        )
+
+    def _inline_match_shape(self, ins: Instruction) -> str | None:
+        """``match_shape`` of a register against fixed dimensions only (no heap slot) as one
+        tuple comparison, calling the builtin only when it fails (for the exact error)."""
+        from .._frames import static_match_dims
+        from ..runtime import Tensor
+
+        vv = self._value_register(ins)
+        fixed = self._fixed_args(ins, 2) if vv is not None and len(ins.args) >= 3 else None
+        dims = static_match_dims(fixed) if fixed is not None else None
+        if dims is None:
+            return None
+        tensor_cls = self.bind(("class", 0), Tensor)
+        expected = self.bind(("dims", len(self.values)), dims)
+        args = ", ".join(self._arg(k, v) for k, v in ins.args)
+        call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
+        return (
+            f"r{ins.reg} = None if r{vv}.__class__ is {tensor_cls} and r{vv}.shape == "
+            f"{expected} else {call}"
+        )
+
+    def _inline_alloc_tensor_shape_reg(self, ins: Instruction) -> str | None:
+        """``alloc_tensor(storage, imm offset, shape register, const dtype)`` (a symbolic
+        shape made by make_shape): the builtin's fast path written out, the byte count
+        computed from the shape at run time."""
+        import math
+
+        from ..runtime import DataType, Shape, Storage, Tensor
+
+        (_, sv), (_, ov), (_, hv), (dk, dv) = ins.args
+        dtype = self.vm._constants[dv]
+        if type(ov) is not int or ov < 0 or type(dtype) is not DataType:
+            return None
+        itemsize = (dtype.bits * dtype.lanes + 7) >> 3
+        tensor_cls = self.bind(("class", 0), Tensor)
+        storage_cls = self.bind(("class", 1), Storage)
+        shape_cls = self.bind(("class", 2), Shape)
+        prod = self.bind(("math.prod", 0), math.prod)
+        builtin = self.bind(("direct", ins.func_idx), self.vm._direct[ins.func_idx])
+        args = f"r{sv}, {int(ov)}, r{hv}, {self._arg(dk, dv)}"
+        return (
+            f"r{ins.reg} = {tensor_cls}({args}) if r{sv}.__class__ is {storage_cls} and "
+            f"r{hv}.__class__ is {shape_cls} and r{sv}.nbytes >= {int(ov)} + {prod}(r{hv}) * "
+            f"{itemsize} else {builtin}({args})"
         )
 
     def _callee(self, func_idx: int, num_args: int) -> str:

@@ -119,6 +119,10 @@ class Allocator:
         # Re-entrant: a Storage freed by garbage collection inside alloc() releases into the
         # same allocator on the same thread.
         self._lock = threading.RLock()
+        #: Objects built on this allocator's memory that a builtin may recycle (the shape
+        #: heaps of ``vm.builtin.alloc_shape_heap``), keyed by the builtin; dropped by
+        #: :meth:`clear`.
+        self.scratch: dict[Any, list[Any]] = {}
 
     def alloc(
         self,
@@ -166,7 +170,8 @@ class Allocator:
         return self.alloc(_nbytes(shape, dtype)).alloc_tensor(0, shape, dtype)
 
     def clear(self) -> None:
-        """Give cached memory back to the device (no-op for the naive allocator)."""
+        """Give cached memory back to the device (the naive allocator caches only scratch)."""
+        self.scratch.clear()
 
     def _round(self, nbytes: int) -> int:
         return nbytes or 1
@@ -214,6 +219,34 @@ class PooledAllocator(Allocator):
         super().__init__(device)
         self._free: dict[int, list[tuple[Any, int]]] = {}
 
+    def alloc(
+        self,
+        nbytes: int,
+        alignment: int = DEFAULT_ALIGNMENT,
+        dtype_hint: DataType | str | None = None,
+        scope: str = "global",
+    ) -> Storage:
+        # The common request (a positive int, global scope) without the helper calls of
+        # Allocator.alloc: this runs for every planned storage of every VM call. Anything
+        # else takes the general path and its checks.
+        if nbytes.__class__ is not int or nbytes <= 0 or scope != "global":
+            return super().alloc(nbytes, alignment, dtype_hint, scope)
+        size = (nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+        stats = self.stats
+        with self._lock:
+            bucket = self._free.get(size)
+            if bucket:
+                stats.pool_hits += 1
+                stats.bytes_pooled -= size
+                buffer, pointer = bucket.pop()
+            else:
+                buffer, pointer = self._device_alloc(size, alignment)
+            stats.allocations += 1
+            in_use = stats.bytes_in_use = stats.bytes_in_use + size
+            if in_use > stats.peak_bytes_in_use:
+                stats.peak_bytes_in_use = in_use
+        return Storage(buffer, size, self.device, self.api, self, pointer)
+
     def _round(self, nbytes: int) -> int:
         return (nbytes + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE if nbytes else PAGE_SIZE
 
@@ -226,14 +259,21 @@ class PooledAllocator(Allocator):
         return self._device_alloc(size, alignment)
 
     def _release(self, block: tuple[Any, int], size: int) -> None:
+        stats = self.stats
         with self._lock:
-            self.stats.releases += 1
-            self.stats.bytes_in_use -= size
-            self.stats.bytes_pooled += size
-            self._free.setdefault(size, []).append(block)
+            stats.releases += 1
+            stats.bytes_in_use -= size
+            stats.bytes_pooled += size
+            bucket = self._free.get(size)
+            if bucket is None:
+                self._free[size] = [block]
+            else:
+                bucket.append(block)
 
     def clear(self) -> None:
         """Free every cached buffer back to the device."""
+        # Scratch objects first: what they held returns to the pool, freed just below.
+        self.scratch.clear()
         with self._lock:
             pooled = self._free
             self._free = {}
