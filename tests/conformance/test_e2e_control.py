@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
@@ -64,8 +62,7 @@ class M:
     )
     assert float(vm["fact"](1, np.array(3.0, "float32")).numpy()) == 3.0
     assert float(vm["fact"](6, np.array(1.0, "float32")).numpy()) == 32.0
-    # A kernel reached through ctypes may report the exhausted stack as ctypes.ArgumentError.
-    with pytest.raises((VMError, ctypes.ArgumentError), match="maximum (call|recursion) depth"):
+    with pytest.raises(VMError, match="maximum (call|recursion) depth"):
         vm["fact"](10**6, np.array(1.0, "float32"))
     assert float(vm["fact"](2, np.array(1.0, "float32")).numpy()) == 2.0
 

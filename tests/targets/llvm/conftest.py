@@ -8,8 +8,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("llvmlite")
-
 from relaxvm.ir.tir import PrimFunc, run_prim_func
 
 

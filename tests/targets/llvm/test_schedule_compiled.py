@@ -12,8 +12,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-pytest.importorskip("llvmlite")
-
 from relaxvm.ir import Var
 from relaxvm.ir.tir import PrimFunc
 from relaxvm_llvm.schedule import CpuConfig, cpu_config, schedule_prim_func

@@ -363,7 +363,6 @@ def test_dense_packs_the_transposed_weight() -> None:
 
 
 def test_cpu_config_from_llvm_target() -> None:
-    pytest.importorskip("llvmlite")
     from relaxvm.target import Target
 
     assert cpu_config(Target("llvm -mcpu=skylake-avx512")).vector_bits == 512

@@ -158,7 +158,6 @@ def test_interp_int32_one_row() -> None:
 # ---- compiled against numpy -------------------------------------------------------------------
 @pytest.fixture
 def _always_parallel() -> Iterator[None]:
-    pytest.importorskip("llvmlite")
     from relaxvm_llvm import parallel
 
     saved_cutoff, saved_threads = parallel.get_parallel_cutoff(), parallel.get_num_threads()
