@@ -22,13 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from .cli import CLIError, _load_executable, _ms, _read_inputs
 from .errors import RelaxVMError
 
-__all__ = ["add_commands"]
-
-
-class _CLIError(RelaxVMError):
-    """A user error found by these subcommands (reported as one line by relaxvm.cli)."""
+__all__ = ["add_commands", "load_model", "random_inputs"]
 
 
 def add_commands(commands: Any) -> None:
@@ -94,33 +91,33 @@ def load_model(path: str, name: str | None = None) -> tuple[str, Any]:
 
     Raises
     ------
-    _CLIError
+    CLIError
         The file is missing or fails, or it defines no IRModule, or several and ``name`` does
         not pick one.
     """
     from .ir.relax import IRModule
 
     if not os.path.isfile(path):
-        raise _CLIError(f"no such model file: {path}")
+        raise CLIError(f"no such model file: {path}")
     try:
         namespace = runpy.run_path(path, run_name="__relaxvm_model__")
     except RelaxVMError:
         raise
     except SystemExit as err:
-        raise _CLIError(f"{path} exited (status {err.code}) while being loaded") from err
+        raise CLIError(f"{path} exited (status {err.code}) while being loaded") from err
     except Exception as err:
-        raise _CLIError(f"{path} failed to run: {type(err).__name__}: {err}") from err
+        raise CLIError(f"{path} failed to run: {type(err).__name__}: {err}") from err
     modules = {key: value for key, value in namespace.items() if isinstance(value, IRModule)}
     if name is not None:
         if name not in modules:
-            raise _CLIError(
+            raise CLIError(
                 f"{path} defines no IRModule named {name!r}; it defines "
                 f"{', '.join(sorted(modules)) or 'none'}"
             )
         return name, modules[name]
     if len(modules) != 1:
         what = ", ".join(sorted(modules)) if modules else "none"
-        raise _CLIError(
+        raise CLIError(
             f"{path} must define exactly one IRModule (an @I.ir_module class) or you must "
             f"pick one with --module; it defines {what}"
         )
@@ -171,9 +168,9 @@ def _parse_dims(specs: Sequence[str]) -> dict[str, int]:
     for spec in specs:
         key, sep, value = spec.partition("=")
         if not sep or not key or not value.strip().lstrip("-").isdigit():
-            raise _CLIError(f"--dim {spec!r}: expected NAME=SIZE, e.g. --dim n=64")
+            raise CLIError(f"--dim {spec!r}: expected NAME=SIZE, e.g. --dim n=64")
         if int(value) < 0:
-            raise _CLIError(f"--dim {spec!r}: a size must be >= 0")
+            raise CLIError(f"--dim {spec!r}: a size must be >= 0")
         dims[key.strip()] = int(value)
     return dims
 
@@ -183,7 +180,7 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
 
     Raises
     ------
-    _CLIError
+    CLIError
         A parameter is not a tensor of known rank and dtype, or a symbolic size has no --dim.
     """
     from .ir import IntImm, evaluate, free_vars
@@ -195,7 +192,7 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
         sinfo = param.struct_info
         values = sinfo.shape_values if isinstance(sinfo, TensorStructInfo) else None
         if values is None or sinfo.dtype is None:
-            raise _CLIError(
+            raise CLIError(
                 f"cannot make a random input for parameter {param.name_hint!r} ({sinfo}); "
                 "give the inputs as .npy/.npz files"
             )
@@ -206,7 +203,7 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
                 continue
             missing = sorted(v.name for v in free_vars(dim) if v.name not in dims)
             if missing:
-                raise _CLIError(
+                raise CLIError(
                     f"parameter {param.name_hint!r} has symbolic size {dim}: give "
                     + " ".join(f"--dim {name}=SIZE" for name in missing)
                 )
@@ -222,26 +219,25 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
 
 
 def _cmd_bench(options: argparse.Namespace) -> int:
-    from . import cli
     from .runtime import cpu, tensor
     from .vm import VirtualMachine
 
     if options.number < 1 or options.repeat < 1:
-        raise _CLIError("--number and --repeat must be >= 1")
+        raise CLIError("--number and --repeat must be >= 1")
     out = sys.stdout
     func = None
     if options.file.endswith(".py"):
         _, mod = load_model(options.file, options.module)
         if options.func not in mod:
-            raise _CLIError(f"{options.file} has no function {options.func!r}")
+            raise CLIError(f"{options.file} has no function {options.func!r}")
         func = mod[options.func]
         started = time.perf_counter()
         ex = _compile(mod, options)
         print(f"compiled for {options.target} in {time.perf_counter() - started:.2f} s", file=out)
     else:
-        ex = cli._load_executable(options.file)
+        ex = _load_executable(options.file)
     if not ex.has_function(options.func):
-        raise _CLIError(
+        raise CLIError(
             f"{options.file} has no function {options.func!r}; its functions are "
             f"{', '.join(ex.function_names())}"
         )
@@ -250,13 +246,13 @@ def _cmd_bench(options: argparse.Namespace) -> int:
     name = options.func
     params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
     if options.inputs or options.npz:
-        args, kwargs = cli._read_inputs(options, params)
+        args, kwargs = _read_inputs(options, params)
         source = "given inputs"
     elif func is not None:
         args, kwargs = random_inputs(func, _parse_dims(options.dim)), {}
         source = "random inputs " + ", ".join(str(a.shape) for a in args)
     else:
-        raise _CLIError(
+        raise CLIError(
             "an executable file needs its inputs (.npy files or --inputs FILE.npz); random "
             "inputs need the model file, which has the parameter annotations"
         )
@@ -265,8 +261,8 @@ def _cmd_bench(options: argparse.Namespace) -> int:
         "invoke_stateful", device, number=options.number, repeat=options.repeat
     )(name)
     print(
-        f"{name} on {source}: mean {cli._ms(result.mean)}, median {cli._ms(result.median)}, "
-        f"min {cli._ms(result.min)}, std {cli._ms(result.std)} "
+        f"{name} on {source}: mean {_ms(result.mean)}, median {_ms(result.median)}, "
+        f"min {_ms(result.min)}, std {_ms(result.std)} "
         f"({options.repeat} x {options.number} calls)",
         file=out,
     )

@@ -348,8 +348,9 @@ class _FunctionEmitter:
         return [self.visit(field) for field in expr.fields]
 
     def _just_killed(self, reg: Arg) -> bool:
-        """Whether the last instruction already cleared ``reg`` (kills come in pairs when
-        both the planner and KillAfterLastUse end the same lifetime)."""
+        """Whether the last instruction already cleared ``reg``. KillAfterLastUse kills a
+        trivial alias together with its original (correct whether or not they share a
+        register); here they do share one, so the second kill would be a no-op."""
         instrs = self.code.instrs
         if not instrs:
             return False
