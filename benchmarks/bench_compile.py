@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 import relaxvm
-from relaxvm.executable import Executable
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir import relax as rx
 from relaxvm.ir.relax import op
 from relaxvm.target import Target
 from relaxvm.transform import get_pipeline
+from relaxvm.vm.executable.executable import Executable
 
 CHAIN_LENGTH = 100
 TARGET_BYTECODE_US = 1.0

@@ -10,12 +10,13 @@ import os
 from typing import Any
 
 from . import errors
-from .bytecode import Arg, ArgKind, Opcode
-from .closure import VMClosure
-from .exec_builder import ExecBuilder, SpecialReg
-from .executable import Executable, VMFuncInfo, VMFuncKind
-from .hookspecs import hookimpl
-from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
+from .registry import (
+    get_global_func,
+    hookimpl,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
 from .runtime import (
     DataType,
     Device,
@@ -29,7 +30,20 @@ from .runtime import (
     empty,
     tensor,
 )
-from .vm import BenchmarkResult, VirtualMachine, VMInstrumentReturnKind
+from .vm import (
+    Arg,
+    ArgKind,
+    BenchmarkResult,
+    ExecBuilder,
+    Executable,
+    Opcode,
+    SpecialReg,
+    VirtualMachine,
+    VMClosure,
+    VMFuncInfo,
+    VMFuncKind,
+    VMInstrumentReturnKind,
+)
 
 __version__ = "0.1.0"
 

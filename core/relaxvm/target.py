@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import RegistryError
-from .extensions import TargetKind, get_target_kind
+from .registry.extensions import TargetKind, get_target_kind
 
 __all__ = ["Target", "TargetKind"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaxvm.closure import VMClosure
 from relaxvm.runtime import DataType, Device, Shape, Storage, Tensor
+from relaxvm.vm.closure import VMClosure
 
 __all__ = ["error_prefix", "type_name"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaxvm.closure import VMClosure
 from relaxvm.errors import VMTypeError
 from relaxvm.runtime import Shape
+from relaxvm.vm.closure import VMClosure
 
 from ._table import builtin
 from ._util import type_name

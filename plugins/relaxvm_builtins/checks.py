@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from relaxvm.closure import VMClosure
 from relaxvm.errors import VMTypeError, VMValueError
 from relaxvm.runtime import DataType, DataTypeCode, Shape, Tensor
+from relaxvm.vm.closure import VMClosure
 
 from ._table import builtin
 from ._util import error_prefix, type_name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from relaxvm import hookimpl
-from relaxvm.plugins import FunctionRegistrar
+from relaxvm.registry import FunctionRegistrar
 
 # Importing the modules fills the table through their @builtin decorators.
 from . import calls, checks, cpu_device, memory, shape, values  # noqa: F401

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from relaxvm import hookimpl
-from relaxvm.plugins import FunctionRegistrar, LegalizationRegistrar
+from relaxvm.registry import FunctionRegistrar, LegalizationRegistrar
 
 from . import catalog, runtime
 

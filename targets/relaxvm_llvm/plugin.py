@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from relaxvm import hookimpl
-from relaxvm.extensions import TargetKind
-from relaxvm.plugins import TargetRegistrar
+from relaxvm.registry import TargetKind, TargetRegistrar
 
 
 def _build(mod, target):  # type: ignore[no-untyped-def]

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from relaxvm.elf_payload import PAYLOAD_MAGIC, SECTION
 from relaxvm.errors import RelaxVMError
+from relaxvm.vm.executable.elf_payload import PAYLOAD_MAGIC, SECTION
 
 from . import jit
 

@@ -10,13 +10,13 @@ import pytest
 
 import relaxvm
 import relaxvm.target
-from relaxvm import extensions
 from relaxvm.backend.build import build
 from relaxvm.backend.vm_shape_lower import VMShapeLower
 from relaxvm.errors import CompileError, ExecutableFormatError
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir import relax as rx
 from relaxvm.ir.relax import op
+from relaxvm.registry import extensions
 from relaxvm.testing import interpreter_target, registered_target
 from relaxvm.transform import list_pipelines
 

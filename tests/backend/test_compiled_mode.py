@@ -9,9 +9,9 @@ import pytest
 
 import relaxvm
 from relaxvm import ExecBuilder, VirtualMachine
-from relaxvm.backend.vm_compiled import generate_source
 from relaxvm.errors import BytecodeError, ExecutableFormatError, VMError, VMTypeError
-from relaxvm.executable import Executable
+from relaxvm.vm.compiled import generate_source
+from relaxvm.vm.executable.executable import Executable
 
 
 def loop_executable() -> Executable:

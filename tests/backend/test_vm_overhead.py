@@ -11,11 +11,11 @@ import pytest
 import relaxvm
 from relaxvm.backend.vm_codegen import _Label
 from relaxvm.backend.vm_peephole import reuse_make_shape
-from relaxvm.bytecode import Arg, ArgKind
 from relaxvm.errors import VMError
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var
 from relaxvm.ir.relax import op as R
+from relaxvm.vm.bytecode import Arg, ArgKind
 
 MS = "vm.builtin.make_shape"
 
@@ -170,7 +170,7 @@ def test_shape_heaps_are_recycled_between_calls(built: relaxvm.VirtualMachine) -
 
 
 def test_a_heap_still_referenced_is_not_handed_out_again(built: relaxvm.VirtualMachine) -> None:
-    from relaxvm import registry
+    from relaxvm.registry import functions as registry
 
     alloc_shape_heap = registry.get_global_func("vm.builtin.alloc_shape_heap")
     vm = built
@@ -193,7 +193,7 @@ def test_a_wrong_dtype_or_ndim_keeps_its_error(built: relaxvm.VirtualMachine) ->
 
 
 # -- the inline fast paths against their builtins, on hand-written bytecode ------------------
-def checks_executable(exec_mode: str) -> relaxvm.executable.Executable:
+def checks_executable(exec_mode: str) -> relaxvm.vm.executable.executable.Executable:
     """main(x, storage, shape): check x is a 2-d float32 (4, 2) tensor, then view storage."""
     from relaxvm import ExecBuilder
     from relaxvm.runtime import DataType

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import relaxvm
-from relaxvm.closure import VMClosure
 from relaxvm.runtime import Allocator, Device, PooledAllocator
+from relaxvm.vm.closure import VMClosure
 
 
 class FakeVM:

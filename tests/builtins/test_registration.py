@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import relaxvm
 import relaxvm_builtins
-from relaxvm.registry import function_source
+from relaxvm.registry.functions import function_source
 
 EXPECTED = {
     "device_api.cpu",

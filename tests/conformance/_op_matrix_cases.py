@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm import extensions
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir.relax import BlockBuilder, PrimValue, TensorStructInfo, Var, op
 from relaxvm.ir.relax.module import IRModule
+from relaxvm.registry import extensions
 
 __all__ = [
     "IMPURE_OPS",

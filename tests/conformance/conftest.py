@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import relaxvm
-from relaxvm import extensions
+from relaxvm.registry import extensions
 from relaxvm.testing import interpreter_target, registered_target
 
 

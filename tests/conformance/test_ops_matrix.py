@@ -195,8 +195,8 @@ def test_real_targets_exclude_test_only_kinds() -> None:
 
 
 def test_device_targets_are_marked_gpu_and_skipped_without_their_device() -> None:
-    from relaxvm import extensions
-    from relaxvm.extensions import TargetKind
+    from relaxvm.registry import extensions
+    from relaxvm.registry.extensions import TargetKind
 
     def build(mod: Any, target: Any) -> Any:
         raise AssertionError("never built: the matrix skips a kind without its device")

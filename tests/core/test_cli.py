@@ -12,13 +12,9 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm import cli, demo, demo_bytecode
+from relaxvm.cli import commands as cli
+from relaxvm.cli import demo, demo_bytecode
 from relaxvm.testing import FakeEntryPoint, installed_entry_points, isolated_plugins
-
-_HAS_FORMAT = Path(relaxvm.__file__).with_name("executable_format.py").exists()
-needs_format = pytest.mark.skipif(
-    not _HAS_FORMAT, reason="Executable.save/load (executable_format.py) is not written yet"
-)
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -105,7 +101,9 @@ def test_plugins_lists_status_module_distribution_and_count(
         [*installed_entry_points(), blocked], env={"RELAXVM_DISABLE_PLUGINS": "zz_blocked"}
     ):
         expected = len(
-            next(p for p in relaxvm.plugins.plugin_report() if p.name == "builtins").registered
+            next(
+                p for p in relaxvm.registry.loader.plugin_report() if p.name == "builtins"
+            ).registered
         )
         status, out, _ = run_cli(capsys, "plugins")
     assert status == 0
@@ -141,7 +139,6 @@ def test_plugins_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- inspect -----------------------------------------------------------------------------------
-@needs_format
 def test_inspect_text_python_and_stats(capsys: pytest.CaptureFixture[str], demo_file: Path) -> None:
     ex = relaxvm.Executable.load(demo_file)
     status, out, _ = run_cli(capsys, "inspect", str(demo_file))
@@ -162,7 +159,6 @@ def test_inspect_rejects_two_views(capsys: pytest.CaptureFixture[str], tmp_path:
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-@needs_format
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -187,7 +183,6 @@ def test_inspect_bad_files_are_one_line_errors(
     assert err.startswith("relaxvm inspect: error: ")
 
 
-@needs_format
 def test_inspect_truncated_file(capsys: pytest.CaptureFixture[str], demo_file: Path) -> None:
     data = demo_file.read_bytes()
     demo_file.write_bytes(data[: len(data) // 2])
@@ -196,7 +191,6 @@ def test_inspect_truncated_file(capsys: pytest.CaptureFixture[str], demo_file: P
 
 
 # -- run ---------------------------------------------------------------------------------------
-@needs_format
 def test_run_npz_by_parameter_name_matches_numpy(
     capsys: pytest.CaptureFixture[str], demo_file: Path, tmp_path: Path
 ) -> None:
@@ -208,7 +202,7 @@ def test_run_npz_by_parameter_name_matches_numpy(
     out_path = tmp_path / "out.npz"
     status, out, err = run_cli(
         capsys, "run", str(demo_file), "--inputs", str(tmp_path / "in.npz"),
-        "--output", str(out_path), "--import", "relaxvm.demo_bytecode:register_kernels",
+        "--output", str(out_path), "--import", "relaxvm.cli.demo_bytecode:register_kernels",
     )  # fmt: skip
     assert status == 0, err
     expected = demo_bytecode.reference(x, w, b)
@@ -220,7 +214,6 @@ def test_run_npz_by_parameter_name_matches_numpy(
         np.testing.assert_allclose(saved["output"], expected, rtol=1e-6)
 
 
-@needs_format
 def test_run_positional_npy_and_npz_arr_n_and_repeat(
     capsys: pytest.CaptureFixture[str], tuple_file: Path, tmp_path: Path
 ) -> None:
@@ -248,7 +241,6 @@ def test_run_positional_npy_and_npz_arr_n_and_repeat(
     assert "output[1][0]: Shape(4,)" in out
 
 
-@needs_format
 def test_run_errors_are_one_line(
     capsys: pytest.CaptureFixture[str], tuple_file: Path, demo_file: Path, tmp_path: Path
 ) -> None:
@@ -266,7 +258,7 @@ def test_run_errors_are_one_line(
         (["run", str(tuple_file), "--inputs", str(x)], "expected an .npz file (np.savez)"),
         (["run", str(tuple_file), "--repeat", "-1"], "--repeat must be >= 0"),
         (["run", str(tuple_file), "--import", "no_such_module_xyz"], "cannot import"),
-        (["run", str(tuple_file), "--import", "relaxvm.demo:nope"], "has no function 'nope'"),
+        (["run", str(tuple_file), "--import", "relaxvm.cli.demo:nope"], "has no function 'nope'"),
     ]
     for argv, message in cases:
         status, _, err = run_cli(capsys, *argv)
@@ -281,7 +273,6 @@ def test_run_errors_are_one_line(
     assert_one_line_error(status, err, "cannot read")
 
 
-@needs_format
 def test_run_imports_kernels_from_the_working_directory(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,7 +299,6 @@ def test_run_imports_kernels_from_the_working_directory(
     assert str(tmp_path) not in sys.path
 
 
-@needs_format
 def test_run_missing_kernel_suggests_import(
     capsys: pytest.CaptureFixture[str], demo_file: Path
 ) -> None:
@@ -318,7 +308,6 @@ def test_run_missing_kernel_suggests_import(
     assert "--import MODULE:FUNCTION" in err
 
 
-@needs_format
 def test_run_error_inside_the_program_names_the_vm_location(
     capsys: pytest.CaptureFixture[str], demo_file: Path, tmp_path: Path
 ) -> None:
@@ -328,7 +317,7 @@ def test_run_error_inside_the_program_names_the_vm_location(
     )  # fmt: skip
     status, _, err = run_cli(
         capsys, "run", str(demo_file), "--inputs", str(tmp_path / "bad.npz"),
-        "--import", "relaxvm.demo_bytecode:register_kernels",
+        "--import", "relaxvm.cli.demo_bytecode:register_kernels",
     )  # fmt: skip
     assert_one_line_error(status, err, "shape[1] mismatch to specified constant")
     if sys.version_info >= (3, 11):  # exception notes need 3.11

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm import cli
+from relaxvm.cli import commands as cli
 
 MODEL = """\
 import numpy as np

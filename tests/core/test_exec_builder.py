@@ -7,7 +7,8 @@ import pytest
 
 import relaxvm
 from relaxvm import ExecBuilder, VMFuncKind
-from relaxvm.bytecode import (
+from relaxvm.errors import BytecodeError
+from relaxvm.vm.bytecode import (
     VALUE_MAX,
     VALUE_MIN,
     VM_REGISTER,
@@ -19,8 +20,7 @@ from relaxvm.bytecode import (
     decode_arg,
     encode_arg,
 )
-from relaxvm.errors import BytecodeError
-from relaxvm.executable import Executable, VMFuncInfo
+from relaxvm.vm.executable.executable import Executable, VMFuncInfo
 
 
 @pytest.mark.parametrize("kind", list(ArgKind))

@@ -18,8 +18,8 @@ import pytest
 
 import relaxvm
 from relaxvm.errors import BytecodeError, ExecutableFormatError
-from relaxvm.executable import VMFuncInfo, VMFuncKind
-from relaxvm.executable_format import (
+from relaxvm.vm.executable.executable import VMFuncInfo, VMFuncKind
+from relaxvm.vm.executable.format import (
     FORMAT_VERSION,
     HEADER_SIZE,
     MAGIC,

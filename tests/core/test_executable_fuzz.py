@@ -23,8 +23,8 @@ import pytest
 
 import relaxvm
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.executable import VMFuncInfo, VMFuncKind
-from relaxvm.executable_format import FORMAT_VERSION, HEADER_SIZE, MAGIC, load_from_bytes
+from relaxvm.vm.executable.executable import VMFuncInfo, VMFuncKind
+from relaxvm.vm.executable.format import FORMAT_VERSION, HEADER_SIZE, MAGIC, load_from_bytes
 
 SEED = 20240611
 #: Cases per sample and per mode: 3 samples x 2 modes x 667 = about 4000 loads (well under 1 s).

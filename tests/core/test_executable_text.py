@@ -10,8 +10,8 @@ import pytest
 
 import relaxvm
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.executable import VMFuncInfo, VMFuncKind
-from relaxvm.executable_text import as_python, as_text, stats
+from relaxvm.vm.executable.executable import VMFuncInfo, VMFuncKind
+from relaxvm.vm.executable.text import as_python, as_text, stats
 
 
 def small_program() -> relaxvm.Executable:

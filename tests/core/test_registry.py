@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import relaxvm
-from relaxvm import registry
 from relaxvm.errors import FunctionNotFoundError, RegistryError
+from relaxvm.registry import functions as registry
 from relaxvm.testing import isolated_plugins
 
 

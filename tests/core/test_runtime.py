@@ -98,7 +98,7 @@ def test_cuda_without_plugin_names_a_device_that_does_not_exist():
     dev = relaxvm.cuda(1)
     assert (dev.device_type, dev.device_id) == (2, 1)
     assert repr(dev) == "cuda(1)"
-    if relaxvm.registry.get_global_func("device_api.cuda", allow_missing=True) is None:
+    if relaxvm.registry.functions.get_global_func("device_api.cuda", allow_missing=True) is None:
         assert not dev.exist
         with pytest.raises(
             DeviceError, match=r"no device API is installed for cuda\(1\); installed kinds: .*cpu"

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm import plugins, registry
 from relaxvm.errors import VMTypeError, VMValueError
+from relaxvm.registry import functions as registry
+from relaxvm.registry import loader as plugins
 from relaxvm.testing import isolated_plugins
 
 _INSTALLED = any(ep.name == "example" for ep in metadata.entry_points(group="relaxvm"))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from relaxvm import extensions, hookimpl, plugins
+from relaxvm import hookimpl
 from relaxvm.errors import PluginError, RegistryError
-from relaxvm.extensions import TargetKind
+from relaxvm.registry import extensions
+from relaxvm.registry import loader as plugins
+from relaxvm.registry.extensions import TargetKind
 from relaxvm.target import Target, TargetError
 from relaxvm.testing import FakeEntryPoint, installed_entry_points, isolated_plugins
 

@@ -7,8 +7,10 @@ import types
 import pytest
 
 import relaxvm
-from relaxvm import hookimpl, plugins, registry
+from relaxvm import hookimpl
 from relaxvm.errors import FunctionNotFoundError, PluginError, RegistryError
+from relaxvm.registry import functions as registry
+from relaxvm.registry import loader as plugins
 from relaxvm.testing import FakeEntryPoint, installed_entry_points, isolated_plugins
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from relaxvm import extensions
 from relaxvm.ir import relax as rx
 from relaxvm.ir import tir
 from relaxvm.ir.relax.op import call_tir
 from relaxvm.ir.tir import te
+from relaxvm.registry import extensions
 
 F32 = "float32"
 

@@ -11,11 +11,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from _graph_helpers import F32, legalizations, run_relax, tensor  # noqa: F401
 
-from relaxvm import extensions
 from relaxvm.errors import CompileError, RelaxVMError
 from relaxvm.ir import relax as rx
 from relaxvm.ir import tir
 from relaxvm.ir.relax import op
+from relaxvm.registry import extensions
 from relaxvm.transform import (
     AnnotateTIROpPattern,
     BindParams,

@@ -234,7 +234,7 @@ def test_fuse_ops_opt_level_zero_does_nothing():
 
 
 def test_fusion_with_real_plugin_if_available():
-    from relaxvm import extensions
+    from relaxvm.registry import extensions
 
     table = extensions.list_legalizations()
     needed = [("relax.matmul", None), ("relax.add", None), ("relax.nn.relu", None)]
@@ -257,7 +257,7 @@ def test_fusion_with_real_plugin_if_available():
 
 
 def _plugin_or_skip(*ops):
-    from relaxvm import extensions
+    from relaxvm.registry import extensions
 
     table = extensions.list_legalizations()
     missing = [name for name in ops if (name, None) not in table]

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import CompileError, RegistryError
-from ..executable import EXEC_MODES, Executable
 from ..ir.relax import Function, GlobalVar, IRModule
 from ..ir.relax.well_formed import WellFormedError, well_formed
 from ..ir.tir import PrimFunc
 from ..target import Target
 from ..transform.pass_infra import Pass, PassContext
+from ..vm.executable.executable import EXEC_MODES, Executable
 from .vm_codegen import VMCodeGen, function_symbol
 
 __all__ = ["build", "compile"]
@@ -135,7 +135,7 @@ def build(
 
 
 def _default_target(kernels: Mapping[Any, PrimFunc]) -> Target:
-    from ..extensions import list_target_kinds
+    from ..registry.extensions import list_target_kinds
 
     if "llvm" in list_target_kinds():
         return Target("llvm")

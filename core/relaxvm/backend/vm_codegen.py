@@ -19,10 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..bytecode import Arg, ArgKind
 from ..errors import CompileError
-from ..exec_builder import ExecBuilder
-from ..executable import Executable, VMFuncKind
 from ..ir.expr import FloatImm, IntImm
 from ..ir.relax import (
     BindingBlock,
@@ -49,6 +46,9 @@ from ..ir.relax import (
 from ..ir.relax import RelaxExpr as Expr
 from ..ir.tir import PrimFunc
 from ..runtime import DataType, Shape
+from ..vm.builder import ExecBuilder
+from ..vm.bytecode import Arg, ArgKind
+from ..vm.executable.executable import Executable, VMFuncKind
 from .vm_peephole import reuse_make_shape
 
 __all__ = ["VMCodeGen", "function_symbol", "vm_codegen"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..bytecode import Arg, ArgKind
+from ..vm.bytecode import Arg, ArgKind
 
 __all__ = ["reuse_make_shape"]
 

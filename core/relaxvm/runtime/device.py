@@ -152,7 +152,7 @@ _scanned_registry_size = -1
 def _refresh() -> None:
     """Index the ``device_api.*`` entries of the registry (cheap when nothing changed)."""
     global _scanned_registry_size
-    from .. import registry
+    from ..registry import functions as registry
 
     registry._ensure_plugins()
     if len(registry._functions) == _scanned_registry_size:

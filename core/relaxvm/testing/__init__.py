@@ -13,7 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import extensions, plugins, registry
+from ..registry import extensions
+from ..registry import functions as registry
+from ..registry import loader as plugins
 from ..runtime.device import _forget_device_apis
 from .targets import interpreter_target, registered_target
 

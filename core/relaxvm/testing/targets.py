@@ -1,6 +1,6 @@
 """A test-only target kind whose "compiled" kernels run on the TIR reference interpreter.
 
-``interpreter_target()`` makes a :class:`~relaxvm.extensions.TargetKind` (default name
+``interpreter_target()`` makes a :class:`~relaxvm.registry.extensions.TargetKind` (default name
 ``"interp"``) whose ``build`` wraps every PrimFunc in a function that calls
 :func:`relaxvm.ir.tir.run_prim_func` on the tensors' host arrays, in destination-passing
 style, as a compiled kernel would. It lets the compiler be tested end to end before (and
@@ -20,9 +20,9 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import extensions
 from ..errors import ExecutableFormatError
-from ..extensions import TargetKind
+from ..registry import extensions
+from ..registry.extensions import TargetKind
 from ..runtime import Module, Tensor
 
 __all__ = ["interpreter_target", "registered_target"]

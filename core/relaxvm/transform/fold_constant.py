@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from ..extensions import get_legalization
 from ..ir import IntImm
 from ..ir.relax import (
     BindingBlock,
@@ -55,6 +54,7 @@ from ..ir.tir import (
     Stmt,
     run_prim_func,
 )
+from ..registry.extensions import get_legalization
 from ._graph_util import is_impure_call, map_relax_functions
 from .pass_infra import Pass, PassContext, module_pass
 

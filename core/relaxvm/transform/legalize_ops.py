@@ -1,7 +1,7 @@
 """``LegalizeOps``: lower high-level Relax ops to ``R.call_tir`` of generated PrimFuncs.
 
 TVM's ``relax.transform.LegalizeOps``. Every ``Call`` of an :class:`~relaxvm.ir.relax.Op`
-with a registered legalization (``relaxvm.extensions.get_legalization``, filled by the
+with a registered legalization (``relaxvm.registry.extensions.get_legalization``, filled by the
 ``relaxvm_ops`` plugin and by ``register_legalization``) is replaced by what
 ``func(bb, call)`` returns. ``bb`` is the pass's own builder, so the PrimFuncs a legalization
 adds (``bb.add_func`` / ``bb.emit_te``) land in the result module, and the bindings it emits
@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import CompileError, RelaxVMError
-from ..extensions import get_legalization
 from ..ir.relax import (
     Call,
     ExternFunc,
@@ -35,6 +34,7 @@ from ..ir.relax import (
 )
 from ..ir.relax._base import RelaxExpr
 from ..ir.relax.expr_functor import ExprMutator
+from ..registry.extensions import get_legalization
 from .pass_infra import Pass, PassContext, module_pass
 
 __all__ = ["STRUCTURAL_OPS", "LegalizeOps"]
@@ -116,7 +116,7 @@ class _Legalizer(ExprMutator):
             raise CompileError(
                 f"{name} in function '{self.func_name}', binding '{self.binding_name}': no "
                 f"legalization registered for target '{self.target or 'generic'}'; register "
-                "one with relaxvm.extensions.register_legalization (or a plugin's "
+                "one with relaxvm.registry.extensions.register_legalization (or a plugin's "
                 "relaxvm_register_legalizations hook), or pass customize_legalize_map"
             )
         normalized = self.builder.normalize(new)

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 import relaxvm
-from relaxvm import extensions
 from relaxvm.ir import IntImm, PrimExpr, evaluate
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir.relax import BlockBuilder, Call, TensorStructInfo, TupleStructInfo, Var
@@ -22,6 +21,7 @@ from relaxvm.ir.relax.block import VarBinding
 from relaxvm.ir.relax.expr import ExternFunc, Op, ShapeExpr, StringImm, Tuple, TupleGetItem
 from relaxvm.ir.relax.module import IRModule
 from relaxvm.ir.tir import PrimFunc, run_prim_func
+from relaxvm.registry import extensions
 
 Param = tuple[str, Sequence[Any], str]  # name, shape (ints, str or SymVar dims), dtype
 

@@ -161,8 +161,8 @@ def test_arange_symbolic_end() -> None:
 
 
 def test_reshape_to_a_runtime_shape_stays_reshape() -> None:
-    from relaxvm.extensions import get_legalization
     from relaxvm.ir.relax import BlockBuilder, ShapeStructInfo, TensorStructInfo, Var
+    from relaxvm.registry.extensions import get_legalization
 
     x = Var("x", TensorStructInfo((2, 3), "float32"))
     s = Var("s", ShapeStructInfo(ndim=2))

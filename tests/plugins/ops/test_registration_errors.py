@@ -11,10 +11,10 @@ import pytest
 from _ops_harness import execute, legalize, prim_funcs, run
 
 import relaxvm
-from relaxvm import extensions
 from relaxvm.ir.relax import BlockBuilder, Call, TensorStructInfo, Var, op
 from relaxvm.ir.relax.expr import ExternFunc
 from relaxvm.ir.relax.op import list_ops
+from relaxvm.registry import extensions
 from relaxvm.testing import isolated_plugins
 from relaxvm_ops import LegalizationError, OpPattern, call_te
 from relaxvm_ops.runtime import RelaxAssertionError
@@ -231,7 +231,7 @@ def test_loading_the_plugin_does_not_import_the_ir() -> None:
     # The loader runs every hook when a VM starts: ours must not pull in the IR.
     code = (
         "import sys\n"
-        "from relaxvm.plugins import FunctionRegistrar, LegalizationRegistrar\n"
+        "from relaxvm.registry.loader import FunctionRegistrar, LegalizationRegistrar\n"
         "from relaxvm_ops import plugin\n"
         "plugin.relaxvm_register_legalizations(LegalizationRegistrar('ops'))\n"
         "plugin.relaxvm_register_builtins(FunctionRegistrar('ops'))\n"

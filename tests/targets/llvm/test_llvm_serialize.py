@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.extensions import get_target_kind
 from relaxvm.ir import Var
 from relaxvm.ir.relax import IRModule
 from relaxvm.ir.tir import Schedule, te
+from relaxvm.registry.extensions import get_target_kind
 from relaxvm.target import Target
 from relaxvm_llvm import jit, serialize
 

@@ -298,7 +298,7 @@ def _alloc_program(nbytes: int, bad_storage: bool, mode: str, elems: int = 64) -
     """alloc_storage(nbytes) -> alloc_tensor((elems,) float32) -> kill; optionally an
     alloc_tensor from the tensor argument (not a Storage)."""
     import relaxvm
-    from relaxvm.executable import Executable
+    from relaxvm.vm.executable.executable import Executable
 
     ib = relaxvm.ExecBuilder()
     ib.declare_function("main", relaxvm.VMFuncKind.VM_FUNC)

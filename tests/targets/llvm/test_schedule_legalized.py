@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from relaxvm import extensions
 from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var
 from relaxvm.ir.relax import op as R
 from relaxvm.ir.tir import PrimFunc, run_prim_func
+from relaxvm.registry import extensions
 from relaxvm_llvm.schedule import CpuConfig, cpu_config, schedule_prim_func
 
 CONFIG = CpuConfig(vector_bits=128, num_threads=2, parallel_cutoff=0)

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm.elf_payload import SECTION, read_payload
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.executable_format import MAGIC as EXEC_MAGIC
-from relaxvm.executable_format import save_to_bytes
 from relaxvm.ir.relax import IRModule
 from relaxvm.script import relax as R
+from relaxvm.vm.executable.elf_payload import SECTION, read_payload
+from relaxvm.vm.executable.format import MAGIC as EXEC_MAGIC
+from relaxvm.vm.executable.format import save_to_bytes
 from relaxvm_llvm import serialize, shared_lib
 
 needs_linker = pytest.mark.skipif(

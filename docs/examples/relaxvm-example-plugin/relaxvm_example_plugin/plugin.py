@@ -10,7 +10,7 @@ plugin produces an error naming both.
 from __future__ import annotations
 
 import relaxvm
-from relaxvm.plugins import FunctionRegistrar
+from relaxvm.registry import FunctionRegistrar
 
 from .kernels import scale, vector_add
 

@@ -22,9 +22,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .errors import RelaxVMError
-from .runtime import cpu, tensor
-from .vm import VirtualMachine
+from ..errors import RelaxVMError
+from ..runtime import cpu, tensor
+from ..vm.interpreter import VirtualMachine
 
 __all__ = ["MLP_SOURCE", "SEED_SOURCE", "reference_mlp", "run_demo"]
 
@@ -103,9 +103,9 @@ def run_demo(
     bool
         True when every result matches numpy and the bad input is refused.
     """
-    from . import compile as compile_module
-    from . import load_module
-    from .script import from_source
+    from .. import compile as compile_module
+    from .. import load_module
+    from ..script import from_source
 
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)

@@ -1,7 +1,7 @@
 """Tables that plugins fill besides the function registry: op legalizations and target kinds.
 
 Both are filled through hooks (``relaxvm_register_legalizations``,
-``relaxvm_register_targets``) by :mod:`relaxvm.plugins`, or at run time by the ``register_*``
+``relaxvm_register_targets``) by :mod:`relaxvm.registry.loader`, or at run time by the ``register_*``
 functions here (notebooks, tests). Like the function registry, every entry remembers who
 registered it so that a duplicate names both sources, and lookups load plugins lazily.
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RegistryError
+from ..errors import RegistryError
 
 __all__ = [
     "TargetKind",
@@ -91,7 +91,7 @@ class TargetKind:
 
 
 def _ensure_plugins() -> None:
-    from . import plugins
+    from . import loader as plugins
 
     plugins.ensure_loaded()
 
@@ -111,7 +111,7 @@ def register_legalization(
     op_name : str
         The Relax op, e.g. ``"relax.add"``.
     func : callable
-        ``func(bb, call)``; see :func:`relaxvm.hookspecs.relaxvm_register_legalizations`.
+        ``func(bb, call)``; see :func:`relaxvm.registry.hookspecs.relaxvm_register_legalizations`.
     target : str, optional
         A target kind this legalization is specific to; generic when omitted.
     override : bool

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .plugins import FunctionRegistrar, LegalizationRegistrar, TargetRegistrar
+    from .loader import FunctionRegistrar, LegalizationRegistrar, TargetRegistrar
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -35,7 +35,7 @@ def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
 
     Parameters
     ----------
-    registry : relaxvm.plugins.FunctionRegistrar
+    registry : relaxvm.registry.loader.FunctionRegistrar
         Call ``registry.register(name, func, override=False)`` once per function. Names follow
         TVM: ``vm.builtin.<name>`` for VM builtins, ``device_api.<kind>`` for a zero-argument
         factory returning a :class:`relaxvm.runtime.DeviceAPI` (this is how device kinds such
@@ -55,7 +55,7 @@ def relaxvm_register_legalizations(register: LegalizationRegistrar) -> None:
 
     Parameters
     ----------
-    register : relaxvm.plugins.LegalizationRegistrar
+    register : relaxvm.registry.loader.LegalizationRegistrar
         Call ``register.register(op_name, func, target=None, override=False)``. ``func`` is
         called as ``func(bb, call)`` with a :class:`relaxvm.relax.BlockBuilder` and the
         normalized :class:`relaxvm.relax.Call` of op ``op_name`` (``"relax.add"``...), and
@@ -77,7 +77,7 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
 
     Parameters
     ----------
-    register : relaxvm.plugins.TargetRegistrar
+    register : relaxvm.registry.loader.TargetRegistrar
         Call ``register.register(kind)`` with a :class:`relaxvm.target.TargetKind`: its name,
         device kind, attribute defaults, ``build`` (PrimFuncs to a runtime module of kernels),
         optional extra passes for the relax pipeline, and the serializer/loader pair that

@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
-from .errors import FunctionNotFoundError, RegistryError
+from ..errors import FunctionNotFoundError, RegistryError
 
 __all__ = [
     "function_source",
@@ -31,7 +31,7 @@ _sources: dict[str, str] = {}
 
 
 def _ensure_plugins() -> None:
-    from . import plugins
+    from . import loader as plugins
 
     plugins.ensure_loaded()
 
@@ -152,7 +152,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any
 
 
 def _not_found_message(name: str) -> str:
-    from . import plugins
+    from . import loader as plugins
 
     loaded = ", ".join(p.name for p in plugins.plugin_report() if p.status == "loaded") or "none"
     message = (

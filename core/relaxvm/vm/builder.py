@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import BytecodeError
+from ..runtime import DataType, Shape, Tensor, tensor
 from .bytecode import (
     BEGIN_SPECIAL_REG,
     VALUE_MAX,
@@ -29,9 +31,7 @@ from .bytecode import (
     Instruction,
     Opcode,
 )
-from .errors import BytecodeError
-from .executable import DECLARED_ONLY, Executable, VMFuncInfo, VMFuncKind
-from .runtime import DataType, Shape, Tensor, tensor
+from .executable.executable import DECLARED_ONLY, Executable, VMFuncInfo, VMFuncKind
 
 __all__ = ["ExecBuilder", "SpecialReg"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from .errors import BytecodeError
+from ..errors import BytecodeError
 
 __all__ = [
     "BEGIN_SPECIAL_REG",

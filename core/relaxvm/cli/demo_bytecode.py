@@ -12,7 +12,7 @@ bytecode that ``relaxvm.compile`` emits for
         return R.nn.relu(R.matmul(x, w) + b)
 
 with a numpy function as the kernel (:func:`register_kernels` registers it, so ``relaxvm run
-FILE --import relaxvm.demo_bytecode:register_kernels`` runs a saved copy). The program checks its inputs
+FILE --import relaxvm.cli.demo_bytecode:register_kernels`` runs a saved copy). The program checks its inputs
 with the ``vm.builtin.*`` checks (binding ``n`` in the shape heap), computes the output size
 with a host "shape function", allocates the output with ``alloc_storage`` / ``alloc_tensor``
 and calls the kernel in destination-passing style, as compiled code does. :func:`run_demo` saves the
@@ -32,12 +32,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .errors import RelaxVMError
-from .exec_builder import ExecBuilder
-from .executable import Executable
-from .registry import get_global_func, register_func
-from .runtime import DataType, Tensor, cpu, tensor
-from .vm import VirtualMachine
+from ..errors import RelaxVMError
+from ..registry.functions import get_global_func, register_func
+from ..runtime import DataType, Tensor, cpu, tensor
+from ..vm.builder import ExecBuilder
+from ..vm.executable.executable import Executable
+from ..vm.interpreter import VirtualMachine
 
 __all__ = [
     "KERNEL_NAME",
@@ -97,7 +97,7 @@ def register_kernels() -> None:
     """Register the demo's kernel and shape function (idempotent).
 
     An executable file holds only names, so any process that runs a saved demo executable
-    calls this first (``relaxvm run FILE --import relaxvm.demo:register_kernels``).
+    calls this first (``relaxvm run FILE --import relaxvm.cli.demo:register_kernels``).
 
     Raises
     ------

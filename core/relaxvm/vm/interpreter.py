@@ -1,7 +1,7 @@
 """The virtual machine: loads an executable onto devices and runs its bytecode.
 
 Construction resolves every callee once (the executable's imports first, then the global
-registry) and prepares each VM function for the dispatch loop (see :mod:`relaxvm._frames`:
+registry) and prepares each VM function for the dispatch loop (see :mod:`relaxvm.vm.frames`:
 operands become indices into a per-function frame template, calls become bound closures). A
 call copies the template, writes the arguments into registers ``0..num_args-1`` and runs the
 loop over the four opcodes in :meth:`VirtualMachine._run`.
@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from . import registry
-from ._frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
+from ..errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
+from ..registry import functions as registry
+from ..runtime import Allocator, DataType, Device, Shape, Tensor, cpu, tensor
+from ..runtime.benchmark import BenchmarkResult
+from ..runtime.memory import AllocatorType, Storage, get_allocator
 from .bytecode import Opcode
 from .closure import VMClosure
-from .errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
-from .executable import Executable, VMFuncKind
-from .runtime import Allocator, DataType, Device, Shape, Tensor, cpu, tensor
-from .runtime.benchmark import BenchmarkResult
-from .runtime.memory import AllocatorType, Storage, get_allocator
+from .executable.executable import Executable, VMFuncKind
+from .frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
 
@@ -135,7 +135,7 @@ class VirtualMachine:
     def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
         if self.executable.exec_mode == "compiled":
             # Python generated from the validated bytecode, now (the file holds data only).
-            from .backend.vm_compiled import compile_functions
+            from .compiled import compile_functions
 
             compile_functions(self, instrument)
             return
@@ -502,7 +502,7 @@ def _find_import(ex: Executable, name: str) -> Callable[..., Any] | None:
 def _missing_message(missing: list[str]) -> str:
     import difflib
 
-    from . import plugins
+    from ..registry import loader as plugins
 
     known = registry._functions
     parts = []

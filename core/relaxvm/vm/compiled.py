@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
 from ..errors import VMError
-from ..executable import VMFuncKind
+from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
+from .executable.executable import VMFuncKind
 
 if TYPE_CHECKING:
-    from .._frames import PreparedFunction
-    from ..vm import VirtualMachine
+    from .frames import PreparedFunction
+    from .interpreter import VirtualMachine
 
 __all__ = ["compile_functions", "generate_source"]
 
@@ -57,7 +57,7 @@ class _Generator:
         self.generated: set[int] = set()  # functions whose generated code others call
         # The bound name of the PreparedFunction being generated (for If's condition errors).
         self._current_fn_name = "None"
-        from ..registry import get_global_func
+        from ..registry.functions import get_global_func
 
         self.null_value = get_global_func("vm.builtin.null_value", allow_missing=True)
         self.copy = get_global_func("vm.builtin.copy", allow_missing=True)
@@ -195,8 +195,8 @@ class _Generator:
         """``alloc_tensor(storage, imm offset, const shape, const dtype)`` as the builtin's
         own fast path, written out: build the Tensor when the storage is a Storage that holds
         it, else call the builtin (which converts or raises the exact error)."""
-        from .._frames import static_tensor_end
         from ..runtime import Storage, Tensor
+        from .frames import static_tensor_end
 
         if len(ins.args) != 4:
             return None
@@ -243,8 +243,8 @@ class _Generator:
     def _inline_check_tensor_info(self, ins: Instruction) -> str | None:
         """``check_tensor_info(reg, ndim, dtype, err_ctx)`` as a class/ndim/dtype test,
         calling the builtin only when it fails (for its exact error)."""
-        from .._frames import static_tensor_check
         from ..runtime import Tensor
+        from .frames import static_tensor_check
 
         reg = self._value_register(ins)
         fixed = self._fixed_args(ins, 1) if reg is not None else None
@@ -265,8 +265,8 @@ class _Generator:
     def _inline_match_shape(self, ins: Instruction) -> str | None:
         """``match_shape`` of a register against fixed dimensions only (no heap slot) as one
         tuple comparison, calling the builtin only when it fails (for the exact error)."""
-        from .._frames import static_match_dims
         from ..runtime import Tensor
+        from .frames import static_match_dims
 
         vv = self._value_register(ins)
         fixed = self._fixed_args(ins, 2) if vv is not None and len(ins.args) >= 3 else None
@@ -361,8 +361,8 @@ class _Generator:
 def _instrumented(
     f: Callable[..., Any], func_value: Any, symbol: str, instrument: Callable[..., Any]
 ) -> Callable[..., Any]:
-    from .._frames import VMInstrumentReturnKind
     from ..runtime import DataType
+    from .frames import VMInstrumentReturnKind
 
     skip = int(VMInstrumentReturnKind.SKIP_RUN)
 
@@ -429,8 +429,8 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
 
     Functions whose jumps are not nested if/else keep the dispatch loop.
     """
-    from .._frames import prepare
-    from ..vm import _condition
+    from .frames import prepare
+    from .interpreter import _condition
 
     ex = vm.executable
     source, values, line_pc, structured = generate_source(vm, instrument)

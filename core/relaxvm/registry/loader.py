@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 import pluggy
 
-from . import extensions, hookspecs, registry
-from .errors import PluginError, RegistryError
+from ..errors import PluginError, RegistryError
+from . import extensions, hookspecs
+from . import functions as registry
 
 __all__ = [
     "ENTRY_POINT_GROUP",

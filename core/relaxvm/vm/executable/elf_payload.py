@@ -12,7 +12,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from .errors import ExecutableFormatError
+from ...errors import ExecutableFormatError
 
 if TYPE_CHECKING:
     from .executable import Executable
@@ -35,8 +35,8 @@ def export_shared_library(
     ExecutableFormatError
         No installed target kind can write shared libraries for these kernels.
     """
-    from .executable_format import save_to_bytes
-    from .extensions import get_target_kind, list_target_kinds
+    from ...registry.extensions import get_target_kind, list_target_kinds
+    from .format import save_to_bytes
 
     payload = save_to_bytes(ex, libs)
     kinds = [kind for kind, _, _ in ex.kernel_libs] or [

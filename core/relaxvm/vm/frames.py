@@ -16,14 +16,14 @@ from enum import IntEnum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from ..errors import VMError
+from ..runtime import DataType
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
 from .closure import VMClosure
-from .errors import VMError
-from .executable import VMFuncInfo
-from .runtime import DataType
+from .executable.executable import VMFuncInfo
 
 if TYPE_CHECKING:
-    from .vm import VirtualMachine
+    from .interpreter import VirtualMachine
 
 __all__ = [
     "OP_ALLOC_TENSOR",
@@ -71,7 +71,7 @@ class PreparedFunction:
         # Per Call instruction (by pc): (callee, symbol, operand slots), for instrumented runs.
         self.operands: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
         self.invoke: Callable[..., Any] = not_ready
-        # Compiled mode: the function generated from the bytecode (relaxvm.backend.vm_compiled).
+        # Compiled mode: the function generated from the bytecode (relaxvm.vm.compiled).
         self.compiled: Callable[..., Any] = not_ready
         self.closure: VMClosure | None = None
 
@@ -202,7 +202,7 @@ def _intrinsics() -> dict[int, Callable[..., Any]]:
     exactly what the builtin's fast path does; or None to bind the call normally. The
     builtin itself still handles every other case (and raises every error).
     """
-    from . import registry
+    from ..registry import functions as registry
 
     found: dict[int, Callable[..., Any]] = {}
     null_value = registry.get_global_func("vm.builtin.null_value", allow_missing=True)
@@ -247,7 +247,7 @@ def _bind_check_tensor_info(
     fixed = static_tensor_check([template[i] for i in slots[1:]])
     if fixed is None:
         return None
-    from .runtime import Tensor
+    from ..runtime import Tensor
 
     ndim, dtype = fixed
     call = _bind_call(f, slots, template, size)
@@ -296,7 +296,7 @@ def _bind_match_shape(
     dims = static_match_dims([template[i] for i in slots[2:]])
     if dims is None:
         return None
-    from .runtime import Tensor
+    from ..runtime import Tensor
 
     call = _bind_call(f, slots, template, size)
     value_slot = slots[0]
@@ -326,7 +326,7 @@ def _bind_null_value(
 def static_tensor_end(offset: Any, shape: Any, dtype: Any) -> int | None:
     """The byte end of an ``alloc_tensor`` whose offset, shape and dtype are fixed values
     (None when they are not: the call then goes to the builtin)."""
-    from .runtime import Shape
+    from ..runtime import Shape
 
     if type(offset) is not int or offset < 0 or type(shape) is not Shape:
         return None
@@ -364,7 +364,7 @@ def _bind_alloc_tensor_shape_reg(
     a call closure doing the builtin's fast path, the byte count taken from the shape."""
     import math
 
-    from .runtime import Shape, Storage, Tensor
+    from ..runtime import Shape, Storage, Tensor
 
     storage_slot, offset, shape_slot, dtype = (
         slots[0],

@@ -16,7 +16,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from .bytecode import (
+from ...errors import ExecutableFormatError, VMTypeError
+from ...runtime import DataType, Shape, Tensor
+from ..bytecode import (
     BEGIN_SPECIAL_REG,
     VALUE_MAX,
     VALUE_MIN,
@@ -26,9 +28,7 @@ from .bytecode import (
     Instruction,
     Opcode,
 )
-from .errors import ExecutableFormatError, VMTypeError
 from .executable import DECLARED_ONLY, Executable, VMFuncInfo, VMFuncKind
-from .runtime import DataType, Shape, Tensor
 
 __all__ = ["as_python", "as_text", "stats"]
 

@@ -7,7 +7,7 @@ a body laid out like TVM's ``VMExecutable``: function table, memory scopes, cons
 little-endian; strings are ``u64 length + UTF-8``, vectors ``u64 count + elements``.
 
 Loading treats the file as data only: nothing in it is imported, unpickled or evaluated.
-Every read goes through the bounds-checking reader of :mod:`relaxvm.executable_codec`, which
+Every read goes through the bounds-checking reader of :mod:`relaxvm.vm.executable.codec`, which
 turns any problem into :class:`~relaxvm.errors.ExecutableFormatError` naming the byte offset
 and the field being read.
 """
@@ -19,9 +19,8 @@ import secrets
 import struct
 import zlib
 
-from .errors import BytecodeError, ExecutableFormatError
-from .executable import Executable, VMFuncInfo, VMFuncKind
-from .executable_codec import (
+from ...errors import BytecodeError, ExecutableFormatError
+from .codec import (
     _I32,
     _I64,
     _U32,
@@ -33,6 +32,7 @@ from .executable_codec import (
     _write_constants,
     _Writer,
 )
+from .executable import Executable, VMFuncInfo, VMFuncKind
 
 __all__ = [
     "FORMAT_VERSION",
@@ -243,9 +243,9 @@ def _read_extensions(reader: _Reader, kernel_libs: list[tuple[str, str, bytes, i
 
 def _load_kernel_lib(ex: Executable, kind_name: str, target: str, data: bytes, offset: int) -> None:
     """Reload one kernel library through its target kind and import it into ``ex``."""
-    from .errors import RegistryError
-    from .extensions import get_target_kind
-    from .target import Target
+    from ...errors import RegistryError
+    from ...registry.extensions import get_target_kind
+    from ...target import Target
 
     try:
         kind = get_target_kind(kind_name)

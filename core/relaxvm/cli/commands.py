@@ -11,7 +11,7 @@ Subcommands
 ``run FILE``
     Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files.
 ``compile MODEL.py`` / ``bench MODEL.py|FILE``
-    Compile a model file into an executable; time a function (see :mod:`relaxvm.cli_build`).
+    Compile a model file into an executable; time a function (see :mod:`relaxvm.cli.build`).
 
 Every expected failure (a missing or corrupt file, an unknown function, bad inputs, a failing
 program) prints one line to standard error and exits with status 1; ``--traceback`` shows the
@@ -29,12 +29,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import __version__, plugins, registry
-from .closure import VMClosure
-from .errors import FunctionNotFoundError, RelaxVMError
-from .executable import Executable
-from .runtime import Shape, Tensor, cpu
-from .vm import VirtualMachine
+from .. import __version__
+from ..errors import FunctionNotFoundError, RelaxVMError
+from ..registry import functions as registry
+from ..registry import loader as plugins
+from ..runtime import Shape, Tensor, cpu
+from ..vm.closure import VMClosure
+from ..vm.executable.executable import Executable
+from ..vm.interpreter import VirtualMachine
 
 __all__ = ["CLIError", "main"]
 
@@ -171,13 +173,13 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="MODULE[:FUNC]",
         help="import MODULE (from sys.path or the working directory) and call FUNC first, to "
         "register the kernels the executable calls; may be repeated (the demo's: "
-        "relaxvm.demo_bytecode:register_kernels)",
+        "relaxvm.cli.demo_bytecode:register_kernels)",
     )
     run.add_argument("--repeat", type=int, default=0, metavar="N", help="also time N runs")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs to an .npz file")
     run.set_defaults(handler=_cmd_run)
 
-    from .cli_build import add_commands
+    from .build import add_commands
 
     add_commands(commands)
     return parser
@@ -402,5 +404,5 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.4f} ms"
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m relaxvm.cli
+if __name__ == "__main__":  # pragma: no cover - python -m relaxvm
     sys.exit(main())

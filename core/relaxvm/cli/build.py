@@ -6,7 +6,7 @@
 ``bench MODEL.py | EXE.rvm``
     Time a function on given inputs, or on random inputs made from its parameter annotations.
 
-They live apart from :mod:`relaxvm.cli` because they need the compiler (and so the IR), which
+They live apart from :mod:`relaxvm.cli.commands` because they need the compiler (and so the IR), which
 the other subcommands never import.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .cli import CLIError, _load_executable, _ms, _read_inputs
-from .errors import RelaxVMError
+from ..errors import RelaxVMError
+from .commands import CLIError, _load_executable, _ms, _read_inputs
 
 __all__ = ["add_commands", "load_model", "random_inputs"]
 
@@ -95,7 +95,7 @@ def load_model(path: str, name: str | None = None) -> tuple[str, Any]:
         The file is missing or fails, or it defines no IRModule, or several and ``name`` does
         not pick one.
     """
-    from .ir.relax import IRModule
+    from ..ir.relax import IRModule
 
     if not os.path.isfile(path):
         raise CLIError(f"no such model file: {path}")
@@ -125,8 +125,8 @@ def load_model(path: str, name: str | None = None) -> tuple[str, Any]:
 
 
 def _compile(mod: Any, options: argparse.Namespace, instruments: Sequence[Any] = ()) -> Any:
-    from . import transform
-    from .backend.build import build
+    from .. import transform
+    from ..backend.build import build
 
     with transform.PassContext(opt_level=3, instruments=list(instruments)):
         return build(
@@ -139,7 +139,7 @@ def _compile(mod: Any, options: argparse.Namespace, instruments: Sequence[Any] =
 
 # -- compile -------------------------------------------------------------------------------------
 def _cmd_compile(options: argparse.Namespace) -> int:
-    from . import transform
+    from .. import transform
 
     name, mod = load_model(options.model, options.module)
     out = sys.stdout
@@ -183,8 +183,8 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
     CLIError
         A parameter is not a tensor of known rank and dtype, or a symbolic size has no --dim.
     """
-    from .ir import IntImm, evaluate, free_vars
-    from .ir.relax import TensorStructInfo
+    from ..ir import IntImm, evaluate, free_vars
+    from ..ir.relax import TensorStructInfo
 
     rng = np.random.default_rng(seed)
     arrays = []
@@ -219,8 +219,8 @@ def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.nda
 
 
 def _cmd_bench(options: argparse.Namespace) -> int:
-    from .runtime import cpu, tensor
-    from .vm import VirtualMachine
+    from ..runtime import cpu, tensor
+    from ..vm.interpreter import VirtualMachine
 
     if options.number < 1 or options.repeat < 1:
         raise CLIError("--number and --repeat must be >= 1")

@@ -3,7 +3,7 @@
 :class:`_Writer` appends little-endian fields and refuses values that do not fit them;
 :class:`_Reader` bounds-checks every read and names the byte offset of any problem. The
 constant pool (ints, floats, dtypes, strings, shapes and tensors, tagged with tvm-ffi type
-indices as TVM writes them) is encoded and decoded here. :mod:`relaxvm.executable_format`
+indices as TVM writes them) is encoded and decoded here. :mod:`relaxvm.vm.executable.format`
 lays out the sections with them; ``docs/file_format.md`` documents every field.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ExecutableFormatError, VMTypeError, VMValueError
-from .runtime import DataType, Shape, Tensor, tensor
+from ...errors import ExecutableFormatError, VMTypeError, VMValueError
+from ...runtime import DataType, Shape, Tensor, tensor
 
 #: Magic that opens each tensor payload (TVM's ``kTVMTensorMagic``).
 TENSOR_MAGIC = 0xDD5E40F096B4A13F

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from .bytecode import (
+from ...errors import BytecodeError, ExecutableFormatError
+from ...runtime import DataType, Module, Shape, Tensor
+from ..bytecode import (
     _KINDS,
     BEGIN_SPECIAL_REG,
     VM_REGISTER,
@@ -23,8 +25,6 @@ from .bytecode import (
     Opcode,
     decode_arg,
 )
-from .errors import BytecodeError, ExecutableFormatError
-from .runtime import DataType, Module, Shape, Tensor
 
 __all__ = ["Executable", "VMFuncInfo", "VMFuncKind"]
 
@@ -145,26 +145,26 @@ class Executable(Module):
     # -- renderings (executable_text.py) ----------------------------------------------------
     def as_text(self) -> str:
         """The bytecode listing, in TVM's ``as_text`` format."""
-        from .executable_text import as_text
+        from .text import as_text
 
         return as_text(self)
 
     def as_python(self) -> str:
         """Runnable Python that rebuilds this exact executable with :class:`ExecBuilder`."""
-        from .executable_text import as_python
+        from .text import as_python
 
         return as_python(self)
 
     def stats(self) -> str:
         """Constant pool and function table summary, in TVM's ``stats`` format."""
-        from .executable_text import stats
+        from .text import stats
 
         return stats(self)
 
     # -- serialization (executable_format.py) -----------------------------------------------
     def save_to_bytes(self) -> bytes:
         """Serialize to the documented binary format (see ``docs/file_format.md``)."""
-        from .executable_format import save_to_bytes
+        from .format import save_to_bytes
 
         return save_to_bytes(self)
 
@@ -178,20 +178,20 @@ class Executable(Module):
             The bytes are corrupt, truncated, foreign or of another format version; the
             message gives the byte offset.
         """
-        from .executable_format import load_from_bytes
+        from .format import load_from_bytes
 
         return load_from_bytes(data)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`save_to_bytes` to ``path``."""
-        from .executable_format import save_file
+        from .format import save_file
 
         save_file(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Executable:
         """Read an executable written by :meth:`save`."""
-        from .executable_format import load_file
+        from .format import load_file
 
         return load_file(path)
 
@@ -214,7 +214,7 @@ class Executable(Module):
         ExecutableFormatError
             The executable imports a module that no installed target can serialize.
         """
-        from .executable_format import save_file_with
+        from .format import save_file_with
 
         libs: list[tuple[str, str, bytes]] = []
         known = {id(module): (kind, target) for kind, target, module in self.kernel_libs}
@@ -228,7 +228,7 @@ class Executable(Module):
                     "before the VM is built)"
                 )
             kind_name, target = entry
-            from .extensions import get_target_kind
+            from ...registry.extensions import get_target_kind
 
             kind = get_target_kind(kind_name)
             if kind.serialize is None:

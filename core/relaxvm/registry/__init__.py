@@ -1,0 +1,72 @@
+"""One home for everything plugins fill, and the one loader that fills it.
+
+* :mod:`~relaxvm.registry.functions`: the global PackedFunc registry (``vm.builtin.*``,
+  ``device_api.<kind>``, ...) and the call-site specialisation protocol its entries may offer;
+* :mod:`~relaxvm.registry.extensions`: op legalizations and target kinds;
+* :mod:`~relaxvm.registry.hookspecs`: every hook a plugin can implement, documented;
+* :mod:`~relaxvm.registry.loader`: the lazy, idempotent plugin loader and the registrar objects
+  handed to the hooks.
+
+Dependencies run one way: ``functions`` and ``extensions`` import nothing of relaxvm beyond
+:mod:`relaxvm.errors`; ``loader`` imports them and fills them; they reach the loader (to load
+plugins lazily on a lookup) only from inside functions.
+"""
+
+from __future__ import annotations
+
+from .extensions import (
+    TargetKind,
+    get_legalization,
+    get_target_kind,
+    list_legalizations,
+    list_target_kinds,
+    register_legalization,
+    register_target_kind,
+)
+from .functions import (
+    function_source,
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
+from .hookspecs import hookimpl, hookspec
+from .loader import (
+    ENTRY_POINT_GROUP,
+    ESSENTIAL_PLUGINS,
+    FunctionRegistrar,
+    LegalizationRegistrar,
+    PluginInfo,
+    TargetRegistrar,
+    ensure_loaded,
+    get_plugin_manager,
+    plugin_report,
+    register_plugin,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ESSENTIAL_PLUGINS",
+    "FunctionRegistrar",
+    "LegalizationRegistrar",
+    "PluginInfo",
+    "TargetKind",
+    "TargetRegistrar",
+    "ensure_loaded",
+    "function_source",
+    "get_global_func",
+    "get_legalization",
+    "get_plugin_manager",
+    "get_target_kind",
+    "hookimpl",
+    "hookspec",
+    "list_global_func_names",
+    "list_legalizations",
+    "list_target_kinds",
+    "plugin_report",
+    "register_func",
+    "register_legalization",
+    "register_plugin",
+    "register_target_kind",
+    "remove_global_func",
+]
