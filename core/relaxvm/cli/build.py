@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelaxVMError
-from .commands import CLIError, _load_executable, _ms, _read_inputs
+from .common import CLIError, format_ms, load_executable, read_inputs
 
 __all__ = ["add_commands", "load_model", "random_inputs"]
 
@@ -235,7 +235,7 @@ def _cmd_bench(options: argparse.Namespace) -> int:
         ex = _compile(mod, options)
         print(f"compiled for {options.target} in {time.perf_counter() - started:.2f} s", file=out)
     else:
-        ex = _load_executable(options.file)
+        ex = load_executable(options.file)
     if not ex.has_function(options.func):
         raise CLIError(
             f"{options.file} has no function {options.func!r}; its functions are "
@@ -246,7 +246,7 @@ def _cmd_bench(options: argparse.Namespace) -> int:
     name = options.func
     params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
     if options.inputs or options.npz:
-        args, kwargs = _read_inputs(options, params)
+        args, kwargs = read_inputs(options, params)
         source = "given inputs"
     elif func is not None:
         args, kwargs = random_inputs(func, _parse_dims(options.dim)), {}
@@ -261,8 +261,8 @@ def _cmd_bench(options: argparse.Namespace) -> int:
         "invoke_stateful", device, number=options.number, repeat=options.repeat
     )(name)
     print(
-        f"{name} on {source}: mean {_ms(result.mean)}, median {_ms(result.median)}, "
-        f"min {_ms(result.min)}, std {_ms(result.std)} "
+        f"{name} on {source}: mean {format_ms(result.mean)}, median {format_ms(result.median)}, "
+        f"min {format_ms(result.min)}, std {format_ms(result.std)} "
         f"({options.repeat} x {options.number} calls)",
         file=out,
     )

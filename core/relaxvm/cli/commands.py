@@ -30,19 +30,15 @@ from typing import Any, TextIO
 import numpy as np
 
 from .. import __version__
-from ..errors import FunctionNotFoundError, RelaxVMError
+from ..errors import FunctionNotFoundError
 from ..registry import functions as registry
 from ..registry import loader as plugins
 from ..runtime import Shape, Tensor, cpu
 from ..vm.closure import VMClosure
-from ..vm.executable.executable import Executable
 from ..vm.interpreter import VirtualMachine
+from .common import CLIError, format_ms, load_executable, one_line, read_inputs
 
 __all__ = ["CLIError", "main"]
-
-
-class CLIError(RelaxVMError):
-    """A user error detected by the command line itself (bad file, bad option combination)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,25 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if options.traceback:
             raise
-        print(f"relaxvm {options.command}: error: {_one_line(err)}", file=sys.stderr)
+        print(f"relaxvm {options.command}: error: {one_line(err)}", file=sys.stderr)
         return 1
-
-
-def _one_line(err: BaseException) -> str:
-    """An exception as one line: its message, plus where in the VM program it happened."""
-    if isinstance(err, FileNotFoundError) and err.filename is not None:
-        return f"no such file: {err.filename}"
-    if isinstance(err, OSError) and err.strerror and err.filename is not None:
-        return f"{err.strerror}: {err.filename}"
-    text = " ".join(str(err).split()) or type(err).__name__
-    if not isinstance(err, RelaxVMError | ValueError | TypeError):
-        # Not one of ours: the type helps the user search or report it.
-        text = f"{type(err).__name__}: {text}"
-    # The VM adds one note per frame as the exception unwinds; the first is the innermost.
-    vm_notes = [n.strip() for n in getattr(err, "__notes__", ()) if "in VM function" in n]
-    if vm_notes:
-        text += f" ({vm_notes[0]})"
-    return text
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -223,16 +202,10 @@ def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 
 # -- inspect -----------------------------------------------------------------------------------
-def _load_executable(path: str) -> Executable:
-    if not os.path.exists(path):
-        raise CLIError(f"no such file: {path}")
-    if os.path.isdir(path):
-        raise CLIError(f"{path} is a directory, not an executable file")
-    return Executable.load(path)
 
 
 def _cmd_inspect(options: argparse.Namespace) -> int:
-    ex = _load_executable(options.file)
+    ex = load_executable(options.file)
     render = {"text": ex.as_text, "python": ex.as_python, "stats": ex.stats}[options.view]
     text = render()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -245,7 +218,7 @@ def _cmd_run(options: argparse.Namespace) -> int:
         raise CLIError("give inputs either as .npy files or with --inputs FILE.npz, not both")
     if options.repeat < 0:
         raise CLIError(f"--repeat must be >= 0, got {options.repeat}")
-    ex = _load_executable(options.file)
+    ex = load_executable(options.file)
     for spec in options.imports:
         _import_setup(spec)
     name = options.func
@@ -259,11 +232,11 @@ def _cmd_run(options: argparse.Namespace) -> int:
         vm = VirtualMachine(ex, device)
     except FunctionNotFoundError as err:
         raise CLIError(
-            f"{_one_line(err)}. An executable names the kernels it calls; register them "
+            f"{one_line(err)}. An executable names the kernels it calls; register them "
             "before running it, e.g. with --import MODULE:FUNCTION"
         ) from err
     params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
-    args, kwargs = _read_inputs(options, params)
+    args, kwargs = read_inputs(options, params)
     vm.set_input(name, *args, **kwargs)
     vm.invoke_stateful(name)
     result = vm.get_outputs(name)
@@ -278,9 +251,9 @@ def _cmd_run(options: argparse.Namespace) -> int:
     if options.repeat:
         timing = vm.time_evaluator("invoke_stateful", device, number=1, repeat=options.repeat)(name)
         print(
-            f"time over {options.repeat} runs: mean {_ms(timing.mean)}, median "
-            f"{_ms(timing.median)}, min {_ms(timing.min)}, max {_ms(timing.max)}, "
-            f"std {_ms(timing.std)}",
+            f"time over {options.repeat} runs: mean {format_ms(timing.mean)}, median "
+            f"{format_ms(timing.median)}, min {format_ms(timing.min)}, max {format_ms(timing.max)}, "
+            f"std {format_ms(timing.std)}",
             file=out,
         )
     return 0
@@ -306,52 +279,6 @@ def _import_setup(spec: str) -> None:
         if not callable(func):
             raise CLIError(f"--import {spec}: module {module_name!r} has no function {func_name!r}")
         func()
-
-
-def _read_inputs(
-    options: argparse.Namespace, params: list[str]
-) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """Positional arrays from .npy files, or positional/keyword arrays from one .npz file."""
-    if not options.npz:
-        return [_load_npy(path) for path in options.inputs], {}
-    path = options.npz
-    loaded = _np_load(path, "an .npz")
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise CLIError(f"--inputs {path}: expected an .npz file (np.savez), got a single array")
-    with loaded:
-        try:
-            arrays = {key: loaded[key] for key in loaded.files}
-        except (ValueError, OSError, EOFError) as err:
-            raise CLIError(f"cannot read {path} as an .npz file: {_one_line(err)}") from err
-    keys = set(arrays)
-    if keys <= set(params):
-        return [], arrays
-    positional = [f"arr_{i}" for i in range(len(arrays))]
-    if keys == set(positional):
-        return [arrays[key] for key in positional], {}
-    unknown = sorted(keys - set(params))
-    raise CLIError(
-        f"{path}: keys {', '.join(unknown)} are not parameters of {options.func} "
-        f"({', '.join(params)}); use parameter names or arr_0, arr_1, ..."
-    )
-
-
-def _load_npy(path: str) -> np.ndarray:
-    value = _np_load(path, "a .npy")
-    if not isinstance(value, np.ndarray):
-        value.close()
-        raise CLIError(f"{path} holds several arrays; pass an .npz file with --inputs")
-    return value
-
-
-def _np_load(path: str, kind: str) -> Any:
-    """``np.load`` that never unpickles (an input file is data and must not run code)."""
-    if not os.path.exists(path):
-        raise CLIError(f"no such file: {path}")
-    try:
-        return np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise CLIError(f"cannot read {path} as {kind} file: {_one_line(err)}") from err
 
 
 def _flatten(value: Any, label: str) -> Iterator[tuple[str, Any]]:
@@ -398,10 +325,6 @@ def _save_outputs(path: str, leaves: list[tuple[str, Any]]) -> None:
     # Keys are output_* so none can collide with savez's own allow_pickle keyword (numpy >= 2.1),
     # which is what the stubs' complaint is about; numpy 1.x has no such keyword to pass.
     np.savez(path, **arrays)  # type: ignore[arg-type]
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4f} ms"
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m relaxvm

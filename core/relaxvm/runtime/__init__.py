@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .creation import empty, tensor
 from .device import Device, DeviceAPI, cpu, cuda, device, get_device_api
 from .dtype import DataType, DataTypeCode
 from .memory import (
@@ -16,7 +17,7 @@ from .memory import (
 )
 from .module import Module
 from .shape import Shape
-from .tensor import Tensor, empty, tensor
+from .tensor import Tensor
 
 __all__ = [
     "Allocator",

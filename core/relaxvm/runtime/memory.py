@@ -13,6 +13,7 @@ from ..errors import VMError, VMValueError
 from .device import Device, DeviceAPI
 from .dtype import DataType
 from .shape import Shape
+from .tensor import Tensor, _nbytes
 
 __all__ = [
     "Allocator",
@@ -318,8 +319,3 @@ def clear_pools() -> None:
     """Release the memory cached by every pooled allocator."""
     for allocator in list(_allocators.values()):
         allocator.clear()
-
-
-# At the end because tensor.py imports this module; Storage.alloc_tensor needs these at call
-# time, and a function-level import would cost about a microsecond per call.
-from .tensor import Tensor, _nbytes  # noqa: E402

@@ -4,17 +4,20 @@ offset. Views share memory; :meth:`Tensor.numpy` copies out, like TVM."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import DeviceError, VMTypeError, VMValueError
-from .device import Device, cpu
+from ..errors import DeviceError, VMValueError
+from .device import Device
 from .dtype import DataType
-from .memory import AllocatorType, Storage, get_allocator
 from .shape import Shape
 
-__all__ = ["Tensor", "empty", "tensor"]
+if TYPE_CHECKING:
+    # memory.py builds Tensors (Storage.alloc_tensor), so the import runs one way only.
+    from .memory import Storage
+
+__all__ = ["Tensor"]
 
 
 def _nbytes(shape: tuple[int, ...], dtype: DataType) -> int:
@@ -117,6 +120,9 @@ class Tensor:
         """Copy into ``target`` (a tensor of the same shape, or a new tensor on a device)."""
         if isinstance(target, Tensor):
             return target.copyfrom(self)
+        # creation.py imports this module: the call-time import keeps the graph acyclic.
+        from .creation import tensor
+
         return tensor(self.numpy(), target)
 
     def view(
@@ -148,42 +154,3 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype)
-
-
-def empty(
-    shape: Shape | tuple[int, ...],
-    dtype: DataType | str = "float32",
-    device: Device | None = None,
-) -> Tensor:
-    """A new uninitialised tensor (memory from the device's pooled allocator)."""
-    device = cpu() if device is None else device
-    return get_allocator(device, AllocatorType.POOLED).empty(shape, dtype)
-
-
-def tensor(data: Any, device: Device | None = None, dtype: DataType | str | None = None) -> Tensor:
-    """Copy array-like ``data`` into a new tensor on ``device`` (CPU by default).
-
-    Parameters
-    ----------
-    data : array-like or Tensor
-    device : Device, optional
-    dtype : str or DataType, optional
-        Convert to this type first.
-
-    Raises
-    ------
-    VMTypeError
-        ``data`` has an element type relaxvm cannot hold (object, strings, ...).
-    """
-    if isinstance(data, Tensor):
-        data = data.numpy()
-    array = np.asarray(data) if dtype is None else np.asarray(data, DataType(dtype).numpy_dtype())
-    try:
-        element_type = DataType(array.dtype)
-    except VMTypeError:
-        raise VMTypeError(f"tensor: cannot hold numpy dtype {array.dtype}") from None
-    result = empty(array.shape, element_type, device)
-    # Native byte order and C layout: the bytes are copied as they are.
-    native = np.asarray(array, dtype=array.dtype.newbyteorder("="), order="C")
-    result.storage.api.copy_from_host(result.storage.buffer, result.byte_offset, native)
-    return result

@@ -22,7 +22,7 @@ import numpy as np
 from ...errors import VMTypeError, VMValueError
 from ...runtime.dtype import DataType
 from ...runtime.tensor import Tensor
-from ...runtime.tensor import tensor as make_tensor
+from ...runtime.creation import tensor as make_tensor
 from ..expr import PrimExpr
 from ..op import convert
 from ._base import RelaxExpr, Span, check_expr, check_name, frozen_attrs
