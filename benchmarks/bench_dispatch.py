@@ -13,6 +13,10 @@ What is measured, all in this one process so the ratios are fair:
 * **direct**: the same Python function ``f`` called 100 times in a plain Python loop.
 * **time_evaluator**: ``vm.time_evaluator("main", cpu)`` on the same function, divided by 100.
 * **numpy**: 100 ``np.add`` on 4-element arrays, for scale: what one tiny kernel costs.
+* **per exec mode and callee**: the same chain in ``exec_mode="bytecode"`` (the dispatch loop)
+  and ``"compiled"`` (generated Python), calling ``vm.builtin.copy`` (which specialises its
+  call sites into a register move: no call at all) and a plain identity function registered
+  by this script (no specialiser: a real Python call per instruction).
 
 ``f`` is ``vm.builtin.copy`` (the identity) when the builtins plugin registers it, else an
 identity function registered by this script. The issue's target is at most 0.5 µs per Call
@@ -52,14 +56,26 @@ def trivial_builtin() -> tuple[str, Callable[..., Any]]:
     return _FALLBACK_NAME, relaxvm.get_global_func(_FALLBACK_NAME)
 
 
-def build_chain(callee: str, length: int) -> relaxvm.Executable:
+def build_chain(callee: str, length: int, exec_mode: str = "bytecode") -> relaxvm.Executable:
     """``main(x)``: ``length`` Calls ``r[i+1] = callee(r[i])`` then ``Ret r[length]``."""
     ib = relaxvm.ExecBuilder()
     with ib.function("main", num_inputs=1, param_names=["x"]):
         for index in range(length):
             ib.emit_call(callee, args=[ib.r(index)], dst=ib.r(index + 1))
         ib.emit_ret(ib.r(length))
-    return ib.get()
+    ex = ib.get()
+    if exec_mode == "bytecode":
+        return ex
+    return type(ex)(
+        ex.func_table, ex.constants, ex.instr_offset, ex.instr_data, ex.memory_scopes, exec_mode
+    )
+
+
+def identity_name() -> str:
+    """A registered identity with no call-site specialiser (a real call per instruction)."""
+    if relaxvm.get_global_func(_FALLBACK_NAME, allow_missing=True) is None:
+        relaxvm.register_func(_FALLBACK_NAME, _identity)
+    return _FALLBACK_NAME
 
 
 def best_seconds_per_call(
@@ -105,6 +121,15 @@ def main(argv: list[str] | None = None) -> int:
             np.add(a, b, out=c)
 
     number, repeat = options.number, options.repeat
+    per_mode: list[tuple[str, float]] = []
+    for callee in (name, identity_name()):
+        for mode in ("bytecode", "compiled"):
+            chain = relaxvm.VirtualMachine(build_chain(callee, CHAIN_LENGTH, mode), device)
+            empty = relaxvm.VirtualMachine(build_chain(callee, 0, mode), device)
+            full_s = best_seconds_per_call(chain["main"], (x,), number, repeat)
+            empty_s = best_seconds_per_call(empty["main"], (x,), number, repeat)
+            per_mode.append((f"{mode}, {callee}: per Call / marginal", full_s))
+            per_mode.append(("", full_s - empty_s))
     vm_call = best_seconds_per_call(run_chain, (x,), number, repeat)
     empty_call = best_seconds_per_call(run_empty, (x,), number, repeat)
     direct = best_seconds_per_call(direct_loop, (x,), number, repeat)
@@ -131,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"  {label:<{width}}  {value:8.3f} µs")
+    for index in range(0, len(per_mode), 2):
+        label, full_s = per_mode[index]
+        marginal_s = per_mode[index + 1][1]
+        print(f"  {label:<{width}}  {full_s * to_us:8.3f} µs {marginal_s * to_us:8.3f} µs")
     print(f"  {'ratio VM / direct loop':<{width}}  {per_call / direct_us:8.2f} x")
     print(f"  {'ratio VM / numpy np.add':<{width}}  {per_call / (numpy_time * to_us):8.2f} x")
     verdict = "MET" if per_call <= TARGET_US_PER_CALL else "NOT MET"

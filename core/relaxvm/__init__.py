@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 
 _LAZY_SUBMODULES = {
     "ir": "relaxvm.ir",
-    "relax": "relaxvm.ir.relax",
+    "relax": "relaxvm.relax",
     "tir": "relaxvm.ir.tir",
     "te": "relaxvm.ir.tir.te",
 }

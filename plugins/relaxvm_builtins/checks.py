@@ -5,15 +5,22 @@
 and annotation. A wrong *kind* of value is a :class:`~relaxvm.errors.VMTypeError`; a value
 of the right kind whose ndim, dtype or size is wrong is a
 :class:`~relaxvm.errors.VMValueError`, as in TVM.
+
+Each check offers the VM a fast path for its call sites (call-site specialisation, see
+:mod:`relaxvm.registry.specialization`): with the expectation fixed at load time, the common
+case is one class test and one comparison, written inline in compiled mode. A value that
+fails it goes to the builtin, which accepts what it accepts and raises the exact error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from relaxvm.errors import VMTypeError, VMValueError
+from relaxvm.registry.specialization import CallSite, Specialization, specializer
 from relaxvm.runtime import DataType, DataTypeCode, Shape, Tensor
 from relaxvm.vm.closure import VMClosure
 
@@ -26,6 +33,7 @@ __all__ = [
     "check_shape_info",
     "check_tensor_info",
     "check_tuple_info",
+    "static_tensor_check",
 ]
 
 
@@ -147,7 +155,7 @@ def check_prim_value_info(arg: Any, dtype: DataType | str, err_ctx: Any = None) 
     """
     if type(dtype) is not DataType:
         dtype = DataType(dtype)
-    code = dtype.code
+    code = dtype.code  # type: ignore[union-attr]  # a DataType now (type(x) is: no narrowing)
     if code == DataTypeCode.HANDLE:
         if arg is None or (type(arg) is int and arg >= 0):
             return
@@ -159,7 +167,7 @@ def check_prim_value_info(arg: Any, dtype: DataType | str, err_ctx: Any = None) 
                 "for a PrimValue"
             )
         if isinstance(arg, accepted):
-            if code == DataTypeCode.UINT and arg < 0:
+            if code == DataTypeCode.UINT and arg < 0:  # type: ignore[operator]  # an int here
                 raise VMValueError(
                     f"{error_prefix(err_ctx, 'check_prim_value_info')}expected dtype {dtype}, "
                     f"but received the negative value {arg}"
@@ -216,3 +224,141 @@ def check_func_info(arg: Any, err_ctx: Any = None) -> None:
         raise VMTypeError(
             f"{error_prefix(err_ctx, 'check_func_info')}expect a Function but get {type_name(arg)}"
         )
+
+
+# -- call-site fast paths -----------------------------------------------------------------------
+def _value_site(site: CallSite, min_args: int, max_args: int) -> bool:
+    """A check of a register value whose other arguments are all fixed."""
+    return min_args <= len(site) <= max_args and site.is_register(0) and site.all_fixed(1)
+
+
+def _guard(
+    site: CallSite, passes: Callable[[Any], bool], inline_test: str, **bound: Any
+) -> Specialization:
+    """A check that returns None when ``passes(value)``, else calls the builtin; in
+    compiled mode the same test as the expression ``inline_test``."""
+    generic = site.generic()
+
+    def check(value: Any) -> None:
+        if passes(value):
+            return None
+        return generic(value)
+
+    return Specialization.call(check, inline=f"None if {inline_test} else {{call}}", **bound)
+
+
+def static_tensor_check(values: list[Any]) -> tuple[int, DataType | None] | None:
+    """``(ndim, dtype)`` of a ``check_tensor_info(value, *values)`` call whose arguments from
+    ``ndim`` on are the fixed ``values``: ``ndim`` an int (``-1`` for any), ``dtype`` a
+    DataType or None (any). None when they are of other kinds: the call then always goes to
+    the builtin.
+
+    Such a call passes when the value is a Tensor with that many dimensions and that very
+    (interned) DataType, so that test can stand in for it; anything else goes to the
+    builtin, which accepts what it accepts and raises the exact error.
+    """
+    if not 1 <= len(values) <= 3:
+        return None
+    ndim = values[0]
+    if len(values) == 3:
+        dtype = values[1]
+    else:
+        dtype = values[1] if len(values) == 2 and type(values[1]) is DataType else None
+    if type(ndim) is not int or ndim < -1 or (dtype is not None and type(dtype) is not DataType):
+        return None
+    return ndim, dtype
+
+
+@specializer(check_tensor_info)
+def _check_tensor_info_site(site: CallSite) -> Specialization | None:
+    found = static_tensor_check(list(site.args[1:])) if _value_site(site, 2, 4) else None
+    if found is None:
+        return None
+    ndim, dtype = found
+    generic = site.generic()
+    tests = ["{0}.__class__ is {Tensor}"]
+    if ndim != -1:
+        tests.append("len({0}.shape) == {ndim}")
+    if dtype is not None:
+        tests.append("{0}.dtype is {dtype}")
+    inline = f"None if {' and '.join(tests)} else {{call}}"
+    bound = {"Tensor": Tensor, "ndim": ndim, "dtype": dtype}
+    if ndim == -1 or dtype is None:  # rare: a slower but general guard
+        return _guard(
+            site,
+            lambda v: (
+                v.__class__ is Tensor
+                and (ndim == -1 or len(v.shape) == ndim)
+                and (dtype is None or v.dtype is dtype)
+            ),
+            " and ".join(tests),
+            **bound,
+        )
+
+    def check(value: Any) -> None:
+        if value.__class__ is Tensor and len(value.shape) == ndim and value.dtype is dtype:
+            return None
+        return generic(value)
+
+    return Specialization.call(check, inline=inline, **bound)
+
+
+@specializer(check_shape_info)
+def _check_shape_info_site(site: CallSite) -> Specialization | None:
+    if not _value_site(site, 2, 3) or type(site.args[1]) is not int or site.args[1] < -1:
+        return None
+    ndim = site.args[1]
+    if ndim == -1:
+        return _guard(site, lambda v: v.__class__ is Shape, "{0}.__class__ is {Shape}", Shape=Shape)
+    return _guard(
+        site,
+        lambda v: v.__class__ is Shape and len(v) == ndim,
+        "{0}.__class__ is {Shape} and len({0}) == {ndim}",
+        Shape=Shape,
+        ndim=ndim,
+    )
+
+
+@specializer(check_tuple_info)
+def _check_tuple_info_site(site: CallSite) -> Specialization | None:
+    if not _value_site(site, 2, 3) or type(site.args[1]) is not int:
+        return None
+    size = site.args[1]
+    return _guard(
+        site,
+        lambda v: v.__class__ is tuple and len(v) == size,
+        "{0}.__class__ is tuple and len({0}) == {size}",
+        size=size,
+    )
+
+
+@specializer(check_prim_value_info)
+def _check_prim_value_info_site(site: CallSite) -> Specialization | None:
+    if not _value_site(site, 2, 3) or type(site.args[1]) is not DataType:
+        return None
+    code = site.args[1].code
+    if code in (DataTypeCode.INT, DataTypeCode.BOOL):
+        return _guard(site, lambda v: v.__class__ is int, "{0}.__class__ is int")
+    if code == DataTypeCode.UINT:
+        return _guard(
+            site, lambda v: v.__class__ is int and v >= 0, "{0}.__class__ is int and {0} >= 0"
+        )
+    if code in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
+        return _guard(
+            site,
+            lambda v: v.__class__ is float or v.__class__ is int,
+            "({0}.__class__ is float or {0}.__class__ is int)",
+        )
+    return None
+
+
+@specializer(check_func_info)
+def _check_func_info_site(site: CallSite) -> Specialization | None:
+    if not _value_site(site, 1, 2):
+        return None
+    return _guard(
+        site,
+        lambda v: v.__class__ is VMClosure,
+        "{0}.__class__ is {VMClosure}",
+        VMClosure=VMClosure,
+    )

@@ -3,6 +3,12 @@
 The compiler's memory planner turns every intermediate tensor into an ``alloc_storage`` (a
 block from one of the VM's allocators) plus ``alloc_tensor`` views into it, and writes
 ``null_value`` into a register to drop its reference after the last use.
+
+These run for every planned tensor, so each offers the VM a fast path for its call sites
+(call-site specialisation, :mod:`relaxvm.registry.specialization`): the arguments fixed when
+the VM loads (offsets, shapes, dtypes, the device) are checked once there, and what is left
+per call is the one test the builtin itself would make first. Anything else goes to the
+builtin, which converts or raises the exact error.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from relaxvm.errors import DeviceError, VMError, VMTypeError, VMValueError
+from relaxvm.registry.specialization import CallSite, Specialization, specializer
 from relaxvm.runtime import (
     AllocatorType,
     DataType,
@@ -35,6 +42,7 @@ __all__ = [
     "ensure_zero_offset",
     "memory_manager_clear",
     "null_value",
+    "static_tensor_end",
     "to_device",
 ]
 
@@ -76,10 +84,10 @@ def alloc_storage(
     VMValueError
         Negative size, or an unsupported memory scope.
     """
-    size_type = type(size)
-    if size_type is Shape:
-        nbytes = size[0] if len(size) == 1 else math.prod(size)
-    elif size_type is int:
+    if type(size) is Shape:
+        dims: Any = size  # mypy does not narrow on ``type(x) is``
+        nbytes = dims[0] if len(dims) == 1 else math.prod(dims)
+    elif type(size) is int:
         nbytes = size
     else:
         raise VMTypeError(
@@ -95,6 +103,42 @@ def alloc_storage(
         )
     return allocators[device_index].alloc(
         nbytes, dtype_hint=dtype_hint, scope="global" if mem_scope is None else mem_scope
+    )
+
+
+@specializer(alloc_storage)
+def _alloc_storage_site(site: CallSite) -> Specialization | None:
+    """Every argument fixed (what the planner emits): the allocator and byte count are
+    found once; each call is then the allocator's ``alloc`` itself."""
+    if not 3 <= len(site) <= 5 or not site.all_fixed():
+        return None
+    ctx, size, device_index = site.args[:3]
+    dtype_hint = site.args[3] if len(site) > 3 else None
+    mem_scope = site.args[4] if len(site) > 4 else "global"
+    if type(size) is Shape:
+        nbytes = size[0] if len(size) == 1 else math.prod(size)
+    elif type(size) is int:
+        nbytes = size
+    else:
+        return None
+    allocators = getattr(ctx, "allocators", None)
+    if type(allocators) is not list or type(device_index) is not int:
+        return None
+    if not -1 <= device_index < len(allocators):
+        return None
+    alloc = allocators[device_index].alloc
+    scope = "global" if mem_scope is None else mem_scope
+
+    def alloc_storage_site() -> Storage:
+        return alloc(nbytes, dtype_hint=dtype_hint, scope=scope)
+
+    return Specialization.call(
+        alloc_storage_site,
+        inline="{alloc}({nbytes}, dtype_hint={hint}, scope={scope})",
+        alloc=alloc,
+        nbytes=nbytes,
+        hint=dtype_hint,
+        scope=scope,
     )
 
 
@@ -148,10 +192,91 @@ def _alloc_tensor_checked(storage: Any, offset: Any, shape: Any, dtype: Any, sco
     return storage.alloc_tensor(offset, Shape(shape), DataType(dtype))
 
 
+def static_tensor_end(offset: Any, shape: Any, dtype: Any) -> int | None:
+    """The byte end of an ``alloc_tensor`` whose offset, shape and dtype are fixed values
+    (None when they are not the plain kinds the fast path takes).
+
+    With that end, ``alloc_tensor`` succeeds exactly when the storage is a :class:`Storage`
+    of at least ``end`` bytes.
+    """
+    if type(offset) is not int or offset < 0 or type(shape) is not Shape:
+        return None
+    if type(dtype) is not DataType:
+        return None
+    return offset + math.prod(shape) * ((dtype.bits * dtype.lanes + 7) >> 3)
+
+
+@specializer(alloc_tensor)
+def _alloc_tensor_site(site: CallSite) -> Specialization | None:
+    """``alloc_tensor(storage register, offset, shape, dtype)`` with the shape fixed (a
+    planned tensor) or from a register (a shape made at run time by ``make_shape``)."""
+    func = site.func
+    if len(site) != 4 or not site.is_register(0) or not site.all_fixed(3):
+        return None
+    offset, dtype = site.args[1], site.args[3]
+    if site.is_register(1):
+        return None
+    if not site.is_register(2):
+        shape = site.args[2]
+        end = static_tensor_end(offset, shape, dtype)
+        if end is None:
+            return None
+
+        def alloc_fixed(storage: Any) -> Any:
+            if storage.__class__ is Storage and storage.nbytes >= end:
+                return Tensor(storage, offset, shape, dtype)
+            return func(storage, offset, shape, dtype)
+
+        return Specialization.call(
+            alloc_fixed,
+            inline="{Tensor}({0}, {offset}, {shape}, {dtype}) if {0}.__class__ is {Storage} "
+            "and {0}.nbytes >= {end} else {call}",
+            Tensor=Tensor,
+            Storage=Storage,
+            offset=offset,
+            shape=shape,
+            dtype=dtype,
+            end=end,
+        )
+    if static_tensor_end(offset, Shape(()), dtype) is None:
+        return None
+    itemsize = (dtype.bits * dtype.lanes + 7) >> 3
+    prod = math.prod
+
+    def alloc_shaped(storage: Any, shape: Any) -> Any:
+        if (
+            storage.__class__ is Storage
+            and shape.__class__ is Shape
+            and storage.nbytes >= offset + prod(shape) * itemsize
+        ):
+            return Tensor(storage, offset, shape, dtype)
+        return func(storage, offset, shape, dtype)
+
+    return Specialization.call(
+        alloc_shaped,
+        inline="{Tensor}({0}, {offset}, {1}, {dtype}) if {0}.__class__ is {Storage} and "
+        "{1}.__class__ is {Shape} and {0}.nbytes >= {offset} + {prod}({1}) * {itemsize} "
+        "else {call}",
+        Tensor=Tensor,
+        Storage=Storage,
+        Shape=Shape,
+        prod=prod,
+        offset=offset,
+        dtype=dtype,
+        itemsize=itemsize,
+    )
+
+
 @builtin("vm.builtin.null_value")
 def null_value() -> None:
     """None: written into a register to drop the reference it held (``kill_object``)."""
     return None
+
+
+@specializer(null_value)
+def _null_value_site(site: CallSite) -> Specialization | None:
+    """A kill: the destination receives None, no call."""
+    return Specialization.constant(None) if len(site) == 0 else None
 
 
 class _OffsetStorage(Storage):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from relaxvm import hookimpl
 from relaxvm.registry import FunctionRegistrar
 
-# Importing the modules fills the table through their @builtin decorators.
-from . import calls, checks, cpu_device, memory, shape, values  # noqa: F401
+# Importing the modules fills the table through their @builtin decorators and attaches the
+# call-site specialisers (@specializer) to the builtins.
+from . import calls, checks, cpu_device, memory, shape, shape_sites, values  # noqa: F401
 from ._table import BUILTINS
 
 

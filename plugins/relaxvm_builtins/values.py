@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from relaxvm.errors import VMIndexError, VMTypeError, VMValueError
+from relaxvm.registry.specialization import CallSite, Specialization, specializer
 from relaxvm.runtime import DataTypeCode, Shape, Tensor
 
 from ._table import builtin
@@ -28,6 +29,12 @@ __all__ = [
 def copy(value: Any) -> Any:
     """``value`` itself: a register move (values are immutable or shared, as in TVM)."""
     return value
+
+
+@specializer(copy)
+def _copy_site(site: CallSite) -> Specialization | None:
+    """A register move: the destination receives the argument, no call."""
+    return Specialization.forward(0) if len(site) == 1 else None
 
 
 @builtin("vm.builtin.make_tuple")

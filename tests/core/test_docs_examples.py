@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Pages whose ```python blocks are complete programs (other pages show API fragments).
-RUNNABLE_PAGES = ["README.md", "docs/ir.md", "docs/ir_arith.md"]
+RUNNABLE_PAGES = ["README.md", "docs/builtins.md", "docs/ir.md", "docs/ir_arith.md"]
 
 
 def python_blocks(page: str) -> list[tuple[str, str]]:

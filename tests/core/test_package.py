@@ -27,3 +27,19 @@ def test_lazy_submodules():
     assert relaxvm.te.compute is relaxvm.ir.tir.te.compute
     with pytest.raises(AttributeError, match="module 'relaxvm' has no attribute 'nothing'"):
         relaxvm.nothing  # noqa: B018
+
+
+def test_relax_namespace_is_tvm_relax():
+    # ``from relaxvm import relax`` stands in for ``from tvm import relax``: the IR plus the
+    # compiler's build and the runtime's VirtualMachine, without the IR importing either.
+    from relaxvm import relax
+    from relaxvm.backend.build import build
+    from relaxvm.ir import relax as ir_relax
+
+    assert relax.build is build
+    assert relax.VirtualMachine is relaxvm.VirtualMachine
+    assert relax.Executable is relaxvm.Executable
+    assert relax.BlockBuilder is ir_relax.BlockBuilder
+    assert relax.op.add is ir_relax.op.add
+    missing = [name for name in ir_relax.__all__ if not hasattr(relax, name)]
+    assert missing == []

@@ -43,13 +43,26 @@ from .loader import (
     plugin_report,
     register_plugin,
 )
+from .specialization import (
+    REGISTER,
+    CallSite,
+    Specialization,
+    Specializer,
+    get_specializer,
+    set_specializer,
+    specializer,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ESSENTIAL_PLUGINS",
+    "REGISTER",
+    "CallSite",
     "FunctionRegistrar",
     "LegalizationRegistrar",
     "PluginInfo",
+    "Specialization",
+    "Specializer",
     "TargetKind",
     "TargetRegistrar",
     "ensure_loaded",
@@ -57,6 +70,7 @@ __all__ = [
     "get_global_func",
     "get_legalization",
     "get_plugin_manager",
+    "get_specializer",
     "get_target_kind",
     "hookimpl",
     "hookspec",
@@ -69,4 +83,6 @@ __all__ = [
     "register_plugin",
     "register_target_kind",
     "remove_global_func",
+    "set_specializer",
+    "specializer",
 ]

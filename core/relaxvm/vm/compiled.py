@@ -7,7 +7,9 @@ loads an executable built in compiled mode, turns each VM function's *validated*
 instructions into the source of one Python function and compiles it with :func:`compile`:
 
 * registers become local variables (``r0 .. rN``; parameters are the function's arguments);
-* ``Call`` becomes a direct call of the resolved callee (``r5 = c3(r0, 8, k1)``): callees,
+* ``Call`` follows its call plan (:mod:`relaxvm.vm.callplan`): a direct call of the resolved
+  callee (``r5 = b3(r0, 8, b1)``), or what the callee's own specialisation offers (a register
+  write, a call with the register arguments only, or its inline expression). Callees,
   constants and function values are closure variables bound once per VM; immediates are int
   literals; a call of another VM function with the right arity calls its generated function
   directly, recursion included;
@@ -16,10 +18,11 @@ instructions into the source of one Python function and compiles it with :func:`
   bytecode with a backward ``Goto``) keeps running on the dispatch loop.
 
 Nothing from the file reaches the generated source except validated integers: names,
-strings and tensors are bound as values, never spliced into code. Errors keep their types
-and get the same notes as in bytecode mode (``in VM function 'main', instruction 4: call
-...``), found from the line the exception passed through, so a run carries no bookkeeping
-cost.
+strings and tensors are bound as values, never spliced into code (a specialisation's inline
+template comes from installed plugin code, and its values are bound the same way). Errors
+keep their types and get the same notes as in bytecode mode (``in VM function 'main',
+instruction 4: call ...``), found from the line the exception passed through, so a run
+carries no bookkeeping cost.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VMError
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
+from .callplan import CALL, CONSTANT, FORWARD, plan_call
 from .executable.executable import VMFuncKind
 
 if TYPE_CHECKING:
@@ -57,13 +61,8 @@ class _Generator:
         self.generated: set[int] = set()  # functions whose generated code others call
         # The bound name of the PreparedFunction being generated (for If's condition errors).
         self._current_fn_name = "None"
-        from ..registry.functions import get_global_func
-
-        self.null_value = get_global_func("vm.builtin.null_value", allow_missing=True)
-        self.copy = get_global_func("vm.builtin.copy", allow_missing=True)
-        self.alloc_tensor = get_global_func("vm.builtin.alloc_tensor", allow_missing=True)
-        self.match_shape = get_global_func("vm.builtin.match_shape", allow_missing=True)
-        self.check_tensor_info = get_global_func("vm.builtin.check_tensor_info", allow_missing=True)
+        # First instruction of the function being generated (call plans are by absolute pc).
+        self._start = 0
         # line number (1-based, in the whole source) -> (function table index, pc)
         self.line_pc: dict[int, tuple[int, int]] = {}
 
@@ -77,6 +76,7 @@ class _Generator:
     # -- one function ---------------------------------------------------------------------
     def function(self, index: int, fn: PreparedFunction) -> list[str]:
         info = fn.info
+        self._start = info.start_instr
         instrs = self.ex.instructions[info.start_instr : info.end_instr]
         params = [f"r{i}" for i in range(info.num_args)]
         body: list[tuple[str, int | None]] = []
@@ -114,7 +114,7 @@ class _Generator:
             ins = instrs[pc]
             op = ins.opcode
             if op is Opcode.CALL:
-                out.append((indent + self._call(ins), pc))
+                out.append((indent + self._call(ins, pc), pc))
                 pc += 1
             elif op is Opcode.RET:
                 out.append((indent + f"return {self._reg(ins.reg)}", pc))
@@ -165,147 +165,34 @@ class _Generator:
             return self.bind(("const", value), self.vm._constants[value])
         return self.bind(("pool", value), self.vm._pool[value])
 
-    def _call(self, ins: Instruction) -> str:
-        if self.instrument is None and ins.reg != VOID_REGISTER:
-            # The two register moves need no call: null_value (a kill) and copy.
-            target = self.vm._direct[ins.func_idx]
-            if target is self.null_value and not ins.args:
-                return f"r{ins.reg} = None"
-            if target is self.copy and len(ins.args) == 1:
-                return f"r{ins.reg} = {self._arg(*ins.args[0])}"
-            if target is self.alloc_tensor:
-                inline = self._inline_alloc_tensor(ins)
-                if inline is not None:
-                    return inline
-            if target is self.match_shape:
-                inline = self._inline_match_shape(ins)
-                if inline is not None:
-                    return inline
-            if target is self.check_tensor_info:
-                inline = self._inline_check_tensor_info(ins)
-                if inline is not None:
-                    return inline
+    def _call(self, ins: Instruction, pc: int) -> str:
+        """One ``Call`` as a statement, following its call plan (relaxvm.vm.callplan)."""
+        plan = plan_call(self.vm, ins, self._start + pc, self.instrument)
+        void = ins.reg == VOID_REGISTER
+        dst = "" if void else f"r{ins.reg} = "
+        if plan.kind == CONSTANT:
+            if void:
+                return "pass"
+            if plan.value is None:
+                return f"{dst}None"
+            return dst + self.bind(("value", len(self.values)), plan.value)
+        if plan.kind == FORWARD:
+            return "pass" if void else f"{dst}r{plan.registers[0]}"
         args = ", ".join(self._arg(k, v) for k, v in ins.args)
-        call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
-        if ins.reg == VOID_REGISTER:
-            return call
-        return f"r{ins.reg} = {call}"
-
-    def _inline_alloc_tensor(self, ins: Instruction) -> str | None:
-        """``alloc_tensor(storage, imm offset, const shape, const dtype)`` as the builtin's
-        own fast path, written out: build the Tensor when the storage is a Storage that holds
-        it, else call the builtin (which converts or raises the exact error)."""
-        from ..runtime import Storage, Tensor
-        from .frames import static_tensor_end
-
-        if len(ins.args) != 4:
-            return None
-        (sk, sv), (ok, ov), (hk, hv), (dk, dv) = ins.args
-        if sk != ArgKind.REGISTER or not 0 <= sv < VOID_REGISTER or ok != ArgKind.IMMEDIATE:
-            return None
-        if hk == ArgKind.REGISTER and 0 <= hv < VOID_REGISTER and dk == ArgKind.CONST_IDX:
-            return self._inline_alloc_tensor_shape_reg(ins)
-        if hk != ArgKind.CONST_IDX or dk != ArgKind.CONST_IDX:
-            return None
-        end = static_tensor_end(ov, self.vm._constants[hv], self.vm._constants[dv])
-        if end is None:
-            return None
-        tensor_cls = self.bind(("class", 0), Tensor)
-        storage_cls = self.bind(("class", 1), Storage)
-        builtin = self.bind(("direct", ins.func_idx), self.vm._direct[ins.func_idx])
-        args = f"r{sv}, {int(ov)}, {self._arg(hk, hv)}, {self._arg(dk, dv)}"
-        return (
-            f"r{ins.reg} = {tensor_cls}({args}) if r{sv}.__class__ is {storage_cls} and "
-            f"r{sv}.nbytes >= {end} else {builtin}({args})"
-        )
-
-    def _fixed_args(self, ins: Instruction, start: int) -> list[Any] | None:
-        """The values of arguments ``start..`` when all are immediates or constants."""
-        fixed = []
-        for kind, value in ins.args[start:]:
-            if kind == ArgKind.IMMEDIATE:
-                fixed.append(value)
-            elif kind == ArgKind.CONST_IDX:
-                fixed.append(self.vm._constants[value])
-            else:
-                return None
-        return fixed
-
-    def _value_register(self, ins: Instruction) -> int | None:
-        """The first argument's register, when it is an ordinary one."""
-        if not ins.args:
-            return None
-        kind, value = ins.args[0]
-        if kind != ArgKind.REGISTER or not 0 <= value < VOID_REGISTER:
-            return None
-        return int(value)
-
-    def _inline_check_tensor_info(self, ins: Instruction) -> str | None:
-        """``check_tensor_info(reg, ndim, dtype, err_ctx)`` as a class/ndim/dtype test,
-        calling the builtin only when it fails (for its exact error)."""
-        from ..runtime import Tensor
-        from .frames import static_tensor_check
-
-        reg = self._value_register(ins)
-        fixed = self._fixed_args(ins, 1) if reg is not None else None
-        found = static_tensor_check(fixed) if fixed is not None else None
-        if found is None:
-            return None
-        ndim = found[0]
-        tensor_cls = self.bind(("class", 0), Tensor)
-        # The constant itself (static_tensor_check saw a DataType there), bound once per VM.
-        dtype_name = self._arg(*ins.args[2])
-        args = ", ".join(self._arg(k, v) for k, v in ins.args)
-        call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
-        return (
-            f"r{ins.reg} = None if r{reg}.__class__ is {tensor_cls} and len(r{reg}.shape) == "
-            f"{int(ndim)} and r{reg}.dtype is {dtype_name} else {call}"
-        )
-
-    def _inline_match_shape(self, ins: Instruction) -> str | None:
-        """``match_shape`` of a register against fixed dimensions only (no heap slot) as one
-        tuple comparison, calling the builtin only when it fails (for the exact error)."""
-        from ..runtime import Tensor
-        from .frames import static_match_dims
-
-        vv = self._value_register(ins)
-        fixed = self._fixed_args(ins, 2) if vv is not None and len(ins.args) >= 3 else None
-        dims = static_match_dims(fixed) if fixed is not None else None
-        if dims is None:
-            return None
-        tensor_cls = self.bind(("class", 0), Tensor)
-        expected = self.bind(("dims", len(self.values)), dims)
-        args = ", ".join(self._arg(k, v) for k, v in ins.args)
-        call = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
-        return (
-            f"r{ins.reg} = None if r{vv}.__class__ is {tensor_cls} and r{vv}.shape == "
-            f"{expected} else {call}"
-        )
-
-    def _inline_alloc_tensor_shape_reg(self, ins: Instruction) -> str | None:
-        """``alloc_tensor(storage, imm offset, shape register, const dtype)`` (a symbolic
-        shape made by make_shape): the builtin's fast path written out, the byte count
-        computed from the shape at run time."""
-        import math
-
-        from ..runtime import DataType, Shape, Storage, Tensor
-
-        (_, sv), (_, ov), (_, hv), (dk, dv) = ins.args
-        dtype = self.vm._constants[dv]
-        if type(ov) is not int or ov < 0 or type(dtype) is not DataType:
-            return None
-        itemsize = (dtype.bits * dtype.lanes + 7) >> 3
-        tensor_cls = self.bind(("class", 0), Tensor)
-        storage_cls = self.bind(("class", 1), Storage)
-        shape_cls = self.bind(("class", 2), Shape)
-        prod = self.bind(("math.prod", 0), math.prod)
-        builtin = self.bind(("direct", ins.func_idx), self.vm._direct[ins.func_idx])
-        args = f"r{sv}, {int(ov)}, r{hv}, {self._arg(dk, dv)}"
-        return (
-            f"r{ins.reg} = {tensor_cls}({args}) if r{sv}.__class__ is {storage_cls} and "
-            f"r{hv}.__class__ is {shape_cls} and r{sv}.nbytes >= {int(ov)} + {prod}(r{hv}) * "
-            f"{itemsize} else {builtin}({args})"
-        )
+        generic = f"{self._callee(ins.func_idx, len(ins.args))}({args})"
+        if plan.kind != CALL:
+            return dst + generic
+        registers = [f"r{r}" for r in plan.registers]
+        if plan.inline is None:
+            func = self.bind(("value", len(self.values)), plan.func)
+            return f"{dst}{func}({', '.join(registers)})"
+        # The template is the builtin's own (installed code); its named values are bound as
+        # variables here, only register names and the generic call are substituted as text.
+        names = {
+            name: self.bind(("value", len(self.values)), value)
+            for name, value in plan.bound.items()
+        }
+        return dst + plan.inline.format(*registers, call=generic, **names)
 
     def _callee(self, func_idx: int, num_args: int) -> str:
         vm = self.vm
@@ -397,6 +284,7 @@ def generate_source(
     structured: list[int] = []
     for index in candidates:
         info = ex.func_table[index]
+        gen._start = info.start_instr
         try:
             gen._region(
                 ex.instructions[info.start_instr : info.end_instr],

@@ -2,7 +2,7 @@
 
 Construction resolves every callee once (the executable's imports first, then the global
 registry) and prepares each VM function for the dispatch loop (see :mod:`relaxvm.vm.frames`:
-operands become indices into a per-function frame template, calls become bound closures). A
+operands become indices into a per-function frame template, calls follow their call plans). A
 call copies the template, writes the arguments into registers ``0..num_args-1`` and runs the
 loop over the four opcodes in :meth:`VirtualMachine._run`.
 """
@@ -17,17 +17,18 @@ import numpy as np
 
 from ..errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
 from ..registry import functions as registry
-from ..runtime import Allocator, DataType, Device, Shape, Tensor, cpu, tensor
+from ..runtime import Allocator, DataType, Device, Shape, Tensor, tensor
 from ..runtime.benchmark import BenchmarkResult
-from ..runtime.memory import AllocatorType, Storage, get_allocator
+from ..runtime.memory import AllocatorType
 from .bytecode import Opcode
+from .callplan import CallPlan
 from .closure import VMClosure
+from .devices import setup_allocators, setup_devices
 from .executable.executable import Executable, VMFuncKind
 from .frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
 
-_CPU_DEVICE_TYPE = 1
 # Notes added to an exception as it unwinds through VM frames; deeper frames are elided.
 _MAX_TRACE_NOTES = 8
 
@@ -77,8 +78,8 @@ class VirtualMachine:
                 f"or relaxvm.load_module), got {type(rt_mod).__name__}"
             )
         self.executable = rt_mod
-        self.devices: list[Device] = _setup_devices(device)
-        self.allocators: list[Allocator] = _setup_allocators(self.devices, memory_cfg)
+        self.devices: list[Device] = setup_devices(device)
+        self.allocators: list[Allocator] = setup_allocators(self.devices, memory_cfg)
         self._constants = [self._place_constant(c) for c in rt_mod.constants]
         self._functions: dict[str, PreparedFunction] = {}
         # _pool: what a function index means as a value (VMClosure for Relax functions);
@@ -133,6 +134,8 @@ class VirtualMachine:
             raise FunctionNotFoundError(_missing_message(missing))
 
     def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
+        # Call plans (relaxvm.vm.callplan) by instruction: both exec modes read the same ones.
+        self._plans: dict[int, CallPlan] = {}
         if self.executable.exec_mode == "compiled":
             # Python generated from the validated bytecode, now (the file holds data only).
             from .compiled import compile_functions
@@ -188,33 +191,37 @@ class VirtualMachine:
         regs[: fn.num_args] = args
         code = fn.code
         pc = 0
-        storage_cls, tensor_cls = Storage, Tensor
         try:
+            # Opcodes: see relaxvm.vm.frames (OP_*); the commonest first.
             while True:
                 op, a, b = code[pc]
-                if op == 1:  # Call: a = destination slot, b = bound call
+                if op == 7:  # OP_CALL1
+                    f, s = b
+                    regs[a] = f(regs[s])
+                elif op == 9:  # OP_CALL3
+                    f, s, t, u = b
+                    regs[a] = f(regs[s], regs[t], regs[u])
+                elif op == 5:  # OP_SET
+                    regs[a] = b
+                elif op == 1:  # OP_CALL: b is a closure over the slots
                     regs[a] = b(regs)
-                    pc += 1
-                elif op == 5:  # a kill (null_value)
-                    regs[a] = None
-                    pc += 1
-                elif op == 6:  # alloc_tensor with fixed offset/shape/dtype (_frames)
-                    s, offset, shape, dtype, end, builtin = b
-                    storage = regs[s]
-                    if storage.__class__ is storage_cls and storage.nbytes >= end:
-                        regs[a] = tensor_cls(storage, offset, shape, dtype)
-                    else:
-                        regs[a] = builtin(storage, offset, shape, dtype)
-                    pc += 1
-                elif op == 2:  # Ret
+                elif op == 8:  # OP_CALL2
+                    f, s, t = b
+                    regs[a] = f(regs[s], regs[t])
+                elif op == 6:  # OP_MOVE
+                    regs[a] = regs[b]
+                elif op == 2:  # OP_RET
                     return regs[a]
-                elif op == 3:  # Goto
+                elif op == 3:  # OP_GOTO
                     pc += a
-                else:  # If
+                    continue
+                else:  # OP_IF
                     cond = regs[a]
                     if type(cond) is not bool:
                         cond = _condition(cond, fn, pc)
                     pc += 1 if cond else b
+                    continue
+                pc += 1
         except RecursionError:
             raise VMError(
                 f"maximum call depth exceeded while running VM function {fn.name!r} "
@@ -445,52 +452,6 @@ class VirtualMachine:
 
 
 # -- construction helpers -------------------------------------------------------------------
-def _setup_devices(device: Device | Sequence[Device]) -> list[Device]:
-    if isinstance(device, Device):
-        devices = [device]
-    elif isinstance(device, list | tuple) and device and all(isinstance(d, Device) for d in device):
-        devices = list(device)
-    else:
-        raise VMTypeError(
-            f"VirtualMachine: device must be a Device or a non-empty list of Devices, got {device!r}"
-        )
-    for dev in devices:
-        dev.api  # noqa: B018 - raises DeviceError when no API is installed for it
-    if devices[-1].device_type != _CPU_DEVICE_TYPE:
-        devices.append(cpu())
-    return devices
-
-
-def _allocator_type(value: Any, where: str) -> AllocatorType:
-    if isinstance(value, str):
-        names = {"naive": AllocatorType.NAIVE, "pooled": AllocatorType.POOLED}
-        if value not in names:
-            raise VMValueError(f"{where}: unknown allocator {value!r}; use 'naive' or 'pooled'")
-        return names[value]
-    if isinstance(value, int) and value in (1, 2):
-        return AllocatorType(value)
-    raise VMTypeError(f"{where}: expected 'naive', 'pooled', 1 or 2, got {value!r}")
-
-
-def _setup_allocators(
-    devices: list[Device], memory_cfg: str | dict[Device, int | str] | None
-) -> list[Allocator]:
-    default = AllocatorType.POOLED
-    per_device: dict[Device, AllocatorType] = {}
-    if isinstance(memory_cfg, str):
-        default = _allocator_type(memory_cfg, "VirtualMachine(memory_cfg=...)")
-    elif isinstance(memory_cfg, dict):
-        for dev, kind in memory_cfg.items():
-            if not isinstance(dev, Device):
-                raise VMTypeError(f"memory_cfg keys must be Devices, got {dev!r}")
-            per_device[dev] = _allocator_type(kind, f"memory_cfg[{dev!r}]")
-    elif memory_cfg is not None:
-        raise VMTypeError(
-            f"memory_cfg must be None, a str or a dict, got {type(memory_cfg).__name__}"
-        )
-    return [get_allocator(dev, per_device.get(dev, default)) for dev in devices]
-
-
 def _find_import(ex: Executable, name: str) -> Callable[..., Any] | None:
     for module in ex.imports:
         func = module.get_function(name, query_imports=True)
