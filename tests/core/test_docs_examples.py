@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from relaxvm.testing import isolated_plugins
+
 ROOT = Path(__file__).resolve().parents[2]
 # Pages whose ```python blocks are complete programs (other pages show API fragments).
 RUNNABLE_PAGES = ["README.md", "docs/builtins.md", "docs/ir.md", "docs/ir_arith.md"]
@@ -33,4 +35,7 @@ def test_example_runs(name, code, tmp_path, monkeypatch):
     path = tmp_path / (re.sub(r"\W", "_", name) + ".py")
     path.write_text(code, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    runpy.run_path(str(path), run_name="__docs__")
+    # A fresh registry per example: an example may override a builtin and put it back, which
+    # would otherwise leave the original attributed to "user code" for later tests.
+    with isolated_plugins():
+        runpy.run_path(str(path), run_name="__docs__")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VMError
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
 from .callplan import CALL, CONSTANT, FORWARD, plan_call
+from .diagnostics import add_note_at, condition, recursion_error
 from .executable.executable import VMFuncKind
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from .interpreter import VirtualMachine
 
 __all__ = ["compile_functions", "generate_source"]
-
-_MAX_TRACE_NOTES = 8
 
 
 class _Unstructured(Exception):
@@ -318,45 +317,25 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
     Functions whose jumps are not nested if/else keep the dispatch loop.
     """
     from .frames import prepare
-    from .interpreter import _condition
 
     ex = vm.executable
     source, values, line_pc, structured = generate_source(vm, instrument)
     table = ex.func_table
 
     def note(err: BaseException, index: int) -> None:
+        # The line the exception passed through says which instruction raised.
         tb = err.__traceback__
-        add_note = getattr(err, "add_note", None)
-        if tb is None or add_note is None:
-            return
-        where = line_pc.get(tb.tb_lineno)
-        notes = [n for n in getattr(err, "__notes__", []) if n.startswith("  in VM function")]
-        if len(notes) > _MAX_TRACE_NOTES:
-            return
-        if len(notes) == _MAX_TRACE_NOTES:
-            add_note("  in VM function ... (outer frames elided)")
-            return
-        name = table[index].name
-        if where is None:
-            add_note(f"  in VM function {name!r}")
-            return
-        pc = table[index].start_instr + where[1]
-        ins = ex.instructions[pc]
-        what = f": call {table[ins.func_idx].name}" if ins.opcode is Opcode.CALL else ""
-        if ins.opcode is not Opcode.CALL:
-            what = f": {ins.opcode.name.lower()}"
-        add_note(f"  in VM function {name!r}, instruction {pc}{what}")
+        where = line_pc.get(tb.tb_lineno) if tb is not None else None
+        pc = None if where is None else table[index].start_instr + where[1]
+        add_note_at(err, ex, table[index].name, pc)
 
     def recursion(index: int) -> VMError:
-        return VMError(
-            f"maximum call depth exceeded while running VM function {table[index].name!r} "
-            "(runaway recursion?)"
-        )
+        return recursion_error(table[index].name)
 
     namespace: dict[str, Any] = {}
     code = compile(source, "<relaxvm compiled>", "exec")
     exec(code, namespace)
-    made = namespace["build"](values, vm, _condition, note, recursion, None)
+    made = namespace["build"](values, vm, condition, note, recursion, None)
     compiled = dict(zip(structured, made, strict=True))
     run = vm._run
     for index, info in enumerate(table):

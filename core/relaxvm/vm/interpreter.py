@@ -20,17 +20,20 @@ from ..registry import functions as registry
 from ..runtime import Allocator, DataType, Device, Shape, Tensor, tensor
 from ..runtime.benchmark import BenchmarkResult
 from ..runtime.memory import AllocatorType
-from .bytecode import Opcode
 from .callplan import CallPlan
 from .closure import VMClosure
 from .devices import setup_allocators, setup_devices
+from .diagnostics import (
+    add_trace_note,
+    arity_message,
+    condition,
+    missing_message,
+    recursion_error,
+)
 from .executable.executable import Executable, VMFuncKind
 from .frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
-
-# Notes added to an exception as it unwinds through VM frames; deeper frames are elided.
-_MAX_TRACE_NOTES = 8
 
 
 class VirtualMachine:
@@ -131,7 +134,7 @@ class VirtualMachine:
             pool.append(fn.closure)
             direct.append(invoke)
         if missing:
-            raise FunctionNotFoundError(_missing_message(missing))
+            raise FunctionNotFoundError(missing_message(missing))
 
     def _compile_all(self, instrument: Callable[..., Any] | None) -> None:
         # Call plans (relaxvm.vm.callplan) by instruction: both exec modes read the same ones.
@@ -152,7 +155,7 @@ class VirtualMachine:
 
             def invoke_compiled(*args: Any) -> Any:
                 if len(args) != num_args:
-                    raise VMError(_arity_message(fn, len(args)))
+                    raise VMError(arity_message(fn, len(args)))
                 return fn.compiled(*args)
 
             return invoke_compiled
@@ -176,7 +179,7 @@ class VirtualMachine:
 
         def invoke(*args: Any) -> Any:
             if len(args) != num_args:
-                raise VMError(_arity_message(fn, len(args)))
+                raise VMError(arity_message(fn, len(args)))
             regs = [*args, *([None] * (size - num_args))]
             impl(self, regs, self._constants, self._pool)
             return regs[num_args]
@@ -186,7 +189,7 @@ class VirtualMachine:
     # -- the dispatch loop --------------------------------------------------------------
     def _run(self, fn: PreparedFunction, args: tuple[Any, ...]) -> Any:
         if len(args) != fn.num_args:
-            raise VMError(_arity_message(fn, len(args)))
+            raise VMError(arity_message(fn, len(args)))
         regs = fn.template.copy()
         regs[: fn.num_args] = args
         code = fn.code
@@ -218,17 +221,14 @@ class VirtualMachine:
                 else:  # OP_IF
                     cond = regs[a]
                     if type(cond) is not bool:
-                        cond = _condition(cond, fn, pc)
+                        cond = condition(cond, fn, pc)
                     pc += 1 if cond else b
                     continue
                 pc += 1
         except RecursionError:
-            raise VMError(
-                f"maximum call depth exceeded while running VM function {fn.name!r} "
-                "(runaway recursion?)"
-            ) from None
+            raise recursion_error(fn.name) from None
         except BaseException as err:
-            _add_trace_note(err, fn, pc, self.executable)
+            add_trace_note(err, fn, pc, self.executable)
             raise
 
     # -- Python API ---------------------------------------------------------------------
@@ -458,66 +458,6 @@ def _find_import(ex: Executable, name: str) -> Callable[..., Any] | None:
         if func is not None:
             return func
     return None
-
-
-def _missing_message(missing: list[str]) -> str:
-    import difflib
-
-    from ..registry import loader as plugins
-
-    known = registry._functions
-    parts = []
-    for name in missing:
-        text = (
-            f"Cannot find PackedFunc {name} in either the Relax VM kernel library (the "
-            "executable's imports), the global function registry, or the global Relax "
-            "functions of the VM executable"
-        )
-        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.75)
-        if close:
-            text += "; did you mean " + " or ".join(map(repr, close)) + "?"
-        parts.append(text)
-    loaded = [p.name for p in plugins.plugin_report() if p.status == "loaded"]
-    return "; ".join(parts) + f" (plugins loaded: {', '.join(loaded) or 'none'})"
-
-
-def _arity_message(fn: PreparedFunction, given: int) -> str:
-    return (
-        f"Invoking function {fn.name} expects {fn.num_args} arguments "
-        f"({', '.join(fn.param_names)}), but {given} arguments were provided."
-    )
-
-
-def _condition(value: Any, fn: PreparedFunction, pc: int) -> bool:
-    if isinstance(value, int | np.integer | np.bool_):
-        return bool(value)
-    raise VMTypeError(
-        f"If in VM function {fn.name!r} at instruction {fn.info.start_instr + pc}: the "
-        f"condition is a {type(value).__name__}, expected bool or int "
-        "(tensors go through vm.builtin.read_if_cond first)"
-    )
-
-
-def _add_trace_note(err: BaseException, fn: PreparedFunction, pc: int, ex: Executable) -> None:
-    add_note = getattr(err, "add_note", None)
-    if add_note is None:  # Python 3.10
-        return
-    notes = getattr(err, "__notes__", [])
-    vm_notes = [n for n in notes if n.startswith("  in VM function")]
-    if len(vm_notes) > _MAX_TRACE_NOTES:
-        return
-    if len(vm_notes) == _MAX_TRACE_NOTES:
-        add_note("  in VM function ... (outer frames elided)")
-        return
-    index = fn.info.start_instr + pc
-    what = ""
-    if 0 <= pc < len(fn.code):
-        ins = ex.instructions[index]
-        if ins.opcode is Opcode.CALL:
-            what = f": call {ex.func_table[ins.func_idx].name}"
-        else:
-            what = f": {ins.opcode.name.lower()}"
-    add_note(f"  in VM function {fn.name!r}, instruction {index}{what}")
 
 
 def _convert(value: Any, device: Device, where: str) -> Any:
