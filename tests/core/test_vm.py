@@ -3,6 +3,9 @@ constants, tuples, instrument, stateful API, errors that leave the VM usable."""
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -248,6 +251,30 @@ def test_runaway_recursion_is_a_clear_error():
         vm["forever"](1)
     assert info.value.__notes__[-1] == "  in VM function ... (outer frames elided)"
     assert vm["fact"](4) == 24
+
+
+@pytest.mark.parametrize("mode", ["bytecode", "compiled"])
+def test_max_call_depth_is_exact_and_per_vm(mode):
+    ib = ExecBuilder()
+    build_fact(ib)
+    ex = ib.get()
+    ex = relaxvm.Executable(
+        ex.func_table, ex.constants, ex.instr_offset, ex.instr_data, ex.memory_scopes, mode
+    )
+    vm = VirtualMachine(ex, relaxvm.cpu())
+    # The default leaves Python's own recursion limit out of reach.
+    assert 16 <= vm.max_call_depth < sys.getrecursionlimit() // 3
+    vm.max_call_depth = 6
+    assert vm["fact"](6) == 720  # six nested frames: fact(6) .. fact(1)
+    with pytest.raises(VMError, match=r"'fact': more than 6 nested VM calls"):
+        vm["fact"](7)
+    # The count unwound with the error: the same depth runs again, on this thread and others.
+    assert vm["fact"](6) == 720
+    results = []
+    worker = threading.Thread(target=lambda: results.append(vm["fact"](6)))
+    worker.start()
+    worker.join()
+    assert results == [720]
 
 
 def test_missing_function_at_construction_suggests_names():

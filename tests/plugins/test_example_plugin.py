@@ -2,22 +2,32 @@
 
 These tests prove the plugin path end to end: an installed distribution declares an entry
 point, relaxvm loads it lazily, attributes its registrations to it, and the VM resolves its
-functions by name like any builtin.
+functions by name like any builtin. The last test runs the plugin's own tests directory, whose
+conftest runs relaxvm's conformance suite on the plugin's target kind with one line.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import relaxvm
 from relaxvm.errors import VMTypeError, VMValueError
+from relaxvm.registry import extensions
 from relaxvm.registry import functions as registry
 from relaxvm.registry import loader as plugins
 from relaxvm.testing import isolated_plugins
+from relaxvm.testing.conformance.cases import all_cases
+
+EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "docs" / "examples" / "relaxvm-example-plugin"
 
 _INSTALLED = any(ep.name == "example" for ep in metadata.entry_points(group="relaxvm"))
 
@@ -59,7 +69,12 @@ def test_functions_are_attributed_to_the_example_plugin() -> None:
     (info,) = [p for p in plugins.plugin_report() if p.name == "example"]
     assert info.status == "loaded"
     assert info.value == "relaxvm_example_plugin.plugin"
-    assert sorted(info.registered) == ["example.scale", "example.vector_add"]
+    assert sorted(info.registered) == [
+        "example.scale",
+        "example.vector_add",
+        "target example_strict",
+    ]
+    assert extensions.list_target_kinds()["example_strict"] == "plugin 'example'"
 
 
 def test_vector_add_then_scale_through_the_vm_matches_numpy() -> None:
@@ -137,3 +152,37 @@ def test_error_inside_the_vm_unwinds_and_leaves_it_usable() -> None:
         vm["main"](a, short, relaxvm.empty((3,), "float32"), 2.0)
     result = vm["main"](a, a, relaxvm.empty((3,), "float32"), 2.0)
     np.testing.assert_array_equal(result.numpy(), [4.0, 4.0, 4.0])
+
+
+def test_the_plugin_tests_run_the_conformance_suite_on_its_target() -> None:
+    # A subset keeps this fast: every matmul case of the op matrix (both exec modes), the seed
+    # example, and the plugin's own target tests. The whole directory runs ~620 tests.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RELAXVM_PLUGIN", "PYTEST_"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only what the plugin's conftest names
+    subset = "matmul or seed_example or test_target"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-k", subset],
+        cwd=EXAMPLE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    passed = set(re.findall(r"^PASSED (\S+)", proc.stdout, re.M))
+    modes = ("bytecode", "compiled")
+    matrix = {
+        f"tests/conftest.py::test_ops::test_op[example_strict-{case.id}-{mode}]"
+        for case in all_cases()
+        if "matmul" in case.id
+        for mode in modes
+    }
+    assert len(matrix) >= 24 and matrix <= passed, out
+    assert {
+        f"tests/conftest.py::test_e2e_basic::test_seed_example[example_strict-{mode}]"
+        for mode in modes
+    } <= passed, out
+    assert any(node.startswith("tests/test_target.py::") for node in passed), out
+    summary = out.strip().splitlines()[-1]
+    assert re.fullmatch(rf"=* ?{len(passed)} passed, \d+ deselected in .*", summary), summary

@@ -17,13 +17,22 @@ from ..registry import extensions
 from ..registry import functions as registry
 from ..registry import loader as plugins
 from ..runtime.device import _forget_device_apis
-from .targets import interpreter_target, registered_target
+from .targets import (
+    TEST_DOUBLES,
+    interpreter_target,
+    missing_device_reason,
+    real_target_kinds,
+    registered_target,
+)
 
 __all__ = [
+    "TEST_DOUBLES",
     "FakeEntryPoint",
     "installed_entry_points",
     "interpreter_target",
     "isolated_plugins",
+    "missing_device_reason",
+    "real_target_kinds",
     "registered_target",
 ]
 

@@ -20,12 +20,18 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ExecutableFormatError
+from ..errors import ExecutableFormatError, RelaxVMError
 from ..registry import extensions
 from ..registry.extensions import TargetKind
 from ..runtime import Module, Tensor
 
-__all__ = ["interpreter_target", "registered_target"]
+__all__ = [
+    "TEST_DOUBLES",
+    "interpreter_target",
+    "missing_device_reason",
+    "real_target_kinds",
+    "registered_target",
+]
 
 # Kernels handed out by serialize(), by key, for load() in the same process.
 _KERNEL_TABLE: dict[str, Any] = {}
@@ -105,3 +111,46 @@ def registered_target(kind: TargetKind) -> Iterator[TargetKind]:
         yield kind
     finally:
         extensions._restore(saved)
+
+
+#: Test-only target kinds known by name: the conformance plugin registers one for the duration
+#: of its tests when it is selected and no plugin registered that name.
+TEST_DOUBLES: dict[str, Callable[[], TargetKind]] = {"interp": interpreter_target}
+
+
+def _is_test_only(name: str, source: str) -> bool:
+    kind = extensions.get_target_kind(name)
+    return source.startswith("relaxvm.testing") or kind.doc.startswith("test-only")
+
+
+def real_target_kinds() -> list[str]:
+    """Every registered target kind that is not a test double, sorted by name.
+
+    Kinds whose device is absent on this machine are included: the conformance matrix skips
+    them with a reason (see :func:`missing_device_reason`) rather than leaving them out.
+    """
+    return [
+        name
+        for name, source in extensions.list_target_kinds().items()
+        if not _is_test_only(name, source)
+    ]
+
+
+def missing_device_reason(name: str) -> str | None:
+    """Why target kind ``name`` cannot run on this machine (its device is absent), or ``None``.
+
+    Raises
+    ------
+    RegistryError
+        No plugin registered ``name``.
+    """
+    from ..runtime.device import device as make_device
+
+    kind = extensions.get_target_kind(name)
+    try:
+        present = make_device(kind.device).exist
+    except RelaxVMError:  # a device kind no installed plugin provides: absent too
+        present = False
+    if present:
+        return None
+    return f"target {name!r} needs a {kind.device!r} device, and there is none on this machine"

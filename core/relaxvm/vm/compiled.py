@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VMError
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
 from .callplan import CALL, CONSTANT, FORWARD, plan_call
-from .diagnostics import add_note_at, condition, recursion_error
+from .diagnostics import add_note_at, call_depth, call_depth_error, condition, recursion_error
 from .executable.executable import VMFuncKind
 
 if TYPE_CHECKING:
@@ -81,7 +81,14 @@ class _Generator:
         body: list[tuple[str, int | None]] = []
         self._region(instrs, 0, len(instrs), 1, body)
         init = self._uninitialised(instrs, info.num_args)
-        out = [f"    def f{index}({', '.join(params)}):", "        try:"]
+        out = [
+            f"    def f{index}({', '.join(params)}):",
+            "        depth = calls.depth + 1",
+            "        if depth > vm.max_call_depth:",
+            f"            raise too_deep({index})",
+            "        calls.depth = depth",
+            "        try:",
+        ]
         if init:
             out.append("            " + " = ".join(f"r{r}" for r in sorted(init)) + " = None")
         base = len(self.lines) + 1
@@ -95,6 +102,8 @@ class _Generator:
             "        except BaseException as err:",
             f"            note(err, {index})",
             "            raise",
+            "        finally:",
+            "            calls.depth = depth - 1",
         ]
         return out
 
@@ -297,7 +306,7 @@ def generate_source(
         structured.append(index)
     gen.generated = set(structured)
     gen.values, gen.value_index = [], {}
-    gen.lines = ["def build(bound, vm, cond, note, recursion, fns):"]
+    gen.lines = ["def build(bound, vm, cond, note, recursion, calls, too_deep):"]
     for index in structured:
         fn = vm._functions[ex.func_table[index].name]
         gen._current_fn_name = gen.bind(("fn", index), fn)
@@ -332,10 +341,13 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
     def recursion(index: int) -> VMError:
         return recursion_error(table[index].name)
 
+    def too_deep(index: int) -> VMError:
+        return call_depth_error(table[index].name, vm.max_call_depth)
+
     namespace: dict[str, Any] = {}
     code = compile(source, "<relaxvm compiled>", "exec")
     exec(code, namespace)
-    made = namespace["build"](values, vm, condition, note, recursion, None)
+    made = namespace["build"](values, vm, condition, note, recursion, call_depth, too_deep)
     compiled = dict(zip(structured, made, strict=True))
     run = vm._run
     for index, info in enumerate(table):

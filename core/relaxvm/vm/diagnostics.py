@@ -7,6 +7,8 @@ here, so neither imports the other at module level.
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +26,10 @@ __all__ = [
     "add_note_at",
     "add_trace_note",
     "arity_message",
+    "call_depth",
+    "call_depth_error",
     "condition",
+    "default_max_call_depth",
     "missing_message",
     "recursion_error",
 ]
@@ -102,6 +107,39 @@ def add_note_at(err: BaseException, ex: Executable, func_name: str, index: int |
     else:
         what = f": {ins.opcode.name.lower()}"
     add_note(f"{_NOTE_PREFIX} {func_name!r}, instruction {index}{what}")
+
+
+class _CallDepth(threading.local):
+    """How many VM function frames are open on this thread (all VMs together: they share
+    the thread's stack)."""
+
+    depth = 0
+
+
+#: The per-thread count of open VM function frames, kept by both exec modes.
+call_depth = _CallDepth()
+
+# Python frames one VM call level may take (dispatch loop, invoker, call closure), and the
+# frames left for the caller's own stack, a kernel call and cleanup at the deepest level.
+_FRAMES_PER_VM_CALL = 4
+_RESERVED_FRAMES = 250
+
+
+def default_max_call_depth() -> int:
+    """The VM call depth allowed by default: what fits in Python's recursion limit with room
+    to spare, so that runaway recursion stops with a :class:`VMError` before Python's own
+    limit is hit somewhere that cannot report it cleanly (inside ctypes argument conversion,
+    or a finalizer)."""
+    return max(16, (sys.getrecursionlimit() - _RESERVED_FRAMES) // _FRAMES_PER_VM_CALL)
+
+
+def call_depth_error(func_name: str, limit: int) -> VMError:
+    """The error for a call of VM function ``func_name`` past ``limit`` open frames."""
+    return VMError(
+        f"maximum call depth exceeded while running VM function {func_name!r}: more than "
+        f"{limit} nested VM calls (runaway recursion? VirtualMachine.max_call_depth sets the "
+        "limit)"
+    )
 
 
 def recursion_error(func_name: str) -> VMError:

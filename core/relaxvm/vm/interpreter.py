@@ -26,7 +26,10 @@ from .devices import setup_allocators, setup_devices
 from .diagnostics import (
     add_trace_note,
     arity_message,
+    call_depth,
+    call_depth_error,
     condition,
+    default_max_call_depth,
     missing_message,
     recursion_error,
 )
@@ -61,9 +64,11 @@ class VirtualMachine:
     Notes
     -----
     An exception inside a call unwinds every VM frame (each adds a note naming its function
-    and instruction) and leaves the VM usable. Each VM call takes a few Python frames, so
-    runaway recursion stops after about ``sys.getrecursionlimit() / 3`` VM frames with a
-    :class:`VMError`.
+    and instruction) and leaves the VM usable. Runaway recursion stops with a
+    :class:`VMError` once more than :attr:`max_call_depth` VM function frames are open on
+    the calling thread (by default what fits in Python's recursion limit, about 190 for the
+    default limit of 1000); set the attribute to allow more, after raising
+    ``sys.setrecursionlimit``.
     """
 
     NAIVE_ALLOCATOR = int(AllocatorType.NAIVE)
@@ -81,6 +86,8 @@ class VirtualMachine:
                 f"or relaxvm.load_module), got {type(rt_mod).__name__}"
             )
         self.executable = rt_mod
+        #: Most VM function frames open at once on one thread; deeper calls raise VMError.
+        self.max_call_depth = default_max_call_depth()
         self.devices: list[Device] = setup_devices(device)
         self.allocators: list[Allocator] = setup_allocators(self.devices, memory_cfg)
         self._constants = [self._place_constant(c) for c in rt_mod.constants]
@@ -190,6 +197,11 @@ class VirtualMachine:
     def _run(self, fn: PreparedFunction, args: tuple[Any, ...]) -> Any:
         if len(args) != fn.num_args:
             raise VMError(arity_message(fn, len(args)))
+        calls = call_depth
+        depth = calls.depth + 1
+        if depth > self.max_call_depth:
+            raise call_depth_error(fn.name, self.max_call_depth)
+        calls.depth = depth
         regs = fn.template.copy()
         regs[: fn.num_args] = args
         code = fn.code
@@ -230,6 +242,8 @@ class VirtualMachine:
         except BaseException as err:
             add_trace_note(err, fn, pc, self.executable)
             raise
+        finally:
+            calls.depth = depth - 1
 
     # -- Python API ---------------------------------------------------------------------
     def __getitem__(self, name: str) -> Callable[..., Any]:

@@ -1,7 +1,7 @@
 """The second half of the op matrix's case table: reductions, linear algebra and nn, layout and
 indexing, impure ops, and a few ops again on rows wide enough for vectorized kernels.
 
-See ``_op_matrix_cases`` for what a template is.
+See :mod:`.cases` for what a template is.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _op_matrix_cases import (
+
+from .cases import (
     F32_NORM,
     F32_TRANSCENDENTAL,
     FLOAT,
@@ -18,11 +19,10 @@ from _op_matrix_cases import (
     Arrays,
     OpTemplate,
     one_input,
+    op,
     random_values,
     row_param,
 )
-
-from relaxvm.ir.relax import op
 
 __all__ = ["tensor_templates"]
 

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import relaxvm
-from relaxvm.errors import VMError, VMTypeError, VMValueError
+
+from ...errors import VMError, VMTypeError, VMValueError
+from .helpers import MakeVM, registered_funcs
 
 HEADER = "from relaxvm.script import ir as I, relax as R, tir as T\n"
 rng = np.random.default_rng(0)
 
 
-def rand(*shape: int, dtype: str = "float32") -> np.ndarray:
+def rand(*shape: int, dtype: str = "float32") -> Any:
     return rng.standard_normal(shape).astype(dtype)
 
 
-def test_seed_example(make_vm):
+def test_seed_example(make_vm: MakeVM) -> None:
     vm = make_vm(
         HEADER
         + """
@@ -47,7 +51,7 @@ class Mlp:
 )
 
 
-def test_symbolic_batch_mlp(make_vm):
+def test_symbolic_batch_mlp(make_vm: MakeVM) -> None:
     vm = make_vm(MLP)
     w, b = rand(8, 3), rand(3)
     for n in (1, 5):
@@ -57,7 +61,7 @@ def test_symbolic_batch_mlp(make_vm):
         )
 
 
-def test_parameter_checks_have_clear_errors_and_leave_the_vm_usable(make_vm):
+def test_parameter_checks_have_clear_errors_and_leave_the_vm_usable(make_vm: MakeVM) -> None:
     vm = make_vm(MLP)
     x, w, b = rand(2, 8), rand(8, 3), rand(3)
     with pytest.raises(
@@ -77,7 +81,7 @@ def test_parameter_checks_have_clear_errors_and_leave_the_vm_usable(make_vm):
     )
 
 
-def test_shared_and_derived_symbols(make_vm):
+def test_shared_and_derived_symbols(make_vm: MakeVM) -> None:
     vm = make_vm(
         HEADER
         + """
@@ -101,29 +105,29 @@ class M:
         vm["main"](rand(12, 4), y, rand(5, 4))
 
 
-def test_call_packed_and_call_dps_packed(make_vm):
-    relaxvm.register_func(
-        "test.e2e.scale", lambda t, k: relaxvm.tensor(t.numpy() * k), override=True
-    )
+def test_call_packed_and_call_dps_packed(make_vm: MakeVM) -> None:
+    def scale(t: relaxvm.Tensor, k: int) -> relaxvm.Tensor:
+        return relaxvm.tensor(t.numpy() * k)
 
-    def dps_sub(a, b, out):
+    def dps_sub(a: relaxvm.Tensor, b: relaxvm.Tensor, out: relaxvm.Tensor) -> None:
         np.subtract(a.host_array(), b.host_array(), out=out.host_array())
 
-    relaxvm.register_func("test.e2e.sub", dps_sub, override=True)
-    vm = make_vm(
+    source = (
         HEADER
         + """
 @I.ir_module
 class M:
     @R.function
     def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
-        a = R.call_packed("test.e2e.scale", x, R.prim_value(3), sinfo_args=R.Tensor((2, 3), "float32"))
-        b = R.call_dps_packed("test.e2e.sub", (a, y), out_sinfo=R.Tensor((2, 3), "float32"))
+        a = R.call_packed("relaxvm.conformance.scale", x, R.prim_value(3), sinfo_args=R.Tensor((2, 3), "float32"))
+        b = R.call_dps_packed("relaxvm.conformance.sub", (a, y), out_sinfo=R.Tensor((2, 3), "float32"))
         return b
 """
     )
-    x, y = rand(2, 3), rand(2, 3)
-    np.testing.assert_allclose(vm["main"](x, y).numpy(), x * 3 - y, rtol=1e-6)
+    with registered_funcs(scale=scale, sub=dps_sub):
+        vm = make_vm(source)
+        x, y = rand(2, 3), rand(2, 3)
+        np.testing.assert_allclose(vm["main"](x, y).numpy(), x * 3 - y, rtol=1e-6)
 
 
 PRIM = (
@@ -159,17 +163,17 @@ class M:
 )
 
 
-def test_call_tir_with_symbolic_sizes_and_inplace(make_vm):
+def test_call_tir_with_symbolic_sizes_and_inplace(make_vm: MakeVM) -> None:
     vm = make_vm(PRIM)
     for n in (3, 7):
         x, y = rand(n), rand(n)
         np.testing.assert_allclose(vm["main"](x, y).numpy(), 2 * x + y + n + y, rtol=1e-5)
 
 
-def test_unbound_symbol_fails_at_build_time(target, exec_mode):
-    from relaxvm.errors import CompileError
-    from relaxvm.ir import Var as SymVar
-    from relaxvm.ir import relax as rx
+def test_unbound_symbol_fails_at_build_time(target: str, exec_mode: str) -> None:
+    from ...errors import CompileError
+    from ...ir import Var as SymVar
+    from ...ir import relax as rx
 
     n, k = SymVar("n"), SymVar("k")
     x = rx.Var("x", rx.TensorStructInfo([n], "float32"))

@@ -1,11 +1,12 @@
-"""The per-target op conformance matrix: every legalized op, compiled and run through the VM on
-every registered real target, against numpy.
+"""The per-target op conformance matrix: every op of the case table (:mod:`.cases`), compiled
+and run through the VM on the target under test, against numpy.
 
 Each test item is one (op variant, dtype, shape kind, exec mode) on one target, so a failure
 names all four. Cases of one family, dtype and shape kind are compiled together, once per target
 (one Relax function per case), and the executable is shared by both exec modes: ``exec_mode``
 only decides how the VM runs the bytecode, never what the kernels are. When a group does not
-compile, its cases are compiled one by one so the failure lands on the op that causes it.
+compile, its cases are compiled one by one so the failure lands on the op that causes it: a
+case the target cannot build fails (it is never skipped).
 """
 
 from __future__ import annotations
@@ -16,34 +17,22 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _op_matrix_cases import (
-    OpCase,
-    OpTemplate,
-    all_cases,
-    build_module,
-    make_inputs,
-    missing_device_reason,
-    real_target_kinds,
-    templates,
-)
 
 import relaxvm
-from relaxvm.errors import VMError, VMTypeError, VMValueError
-from relaxvm.ir.relax.op.registry import OpError
+
+from ...errors import VMError, VMTypeError, VMValueError
+from .cases import OpCase, all_cases, build_module, make_inputs
 
 CASES = all_cases()
 BY_ID = {case.id: case for case in CASES}
-
-#: Known failures per (target kind, case id): each is a real bug, reported, strict so the
-#: marker goes once the bug is fixed.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 class MatrixBuild:
     """Compiled executables and VMs of the matrix for one target, built on first use."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, device: relaxvm.Device) -> None:
         self.target = target
+        self.device = device
         self._groups: dict[tuple[str, str, str], list[OpCase]] = defaultdict(list)
         for case in CASES:
             self._groups[case.group].append(case)
@@ -76,7 +65,7 @@ class MatrixBuild:
         ex = self.executable(case)
         key = (id(ex), exec_mode)
         if key not in self._vms:
-            self._vms[key] = relaxvm.VirtualMachine(with_exec_mode(ex, exec_mode), relaxvm.cpu())
+            self._vms[key] = relaxvm.VirtualMachine(with_exec_mode(ex, exec_mode), self.device)
         return self._vms[key]
 
     def _compile(self, cases: list[OpCase]) -> relaxvm.Executable:
@@ -94,8 +83,9 @@ def with_exec_mode(ex: relaxvm.Executable, exec_mode: str) -> relaxvm.Executable
 
 
 @pytest.fixture(scope="module")
-def matrix(real_target: str) -> MatrixBuild:
-    return MatrixBuild(real_target)
+def matrix(target: str, target_device: relaxvm.Device) -> MatrixBuild:
+    """The matrix's executables for the target under test, compiled on first use."""
+    return MatrixBuild(target, target_device)
 
 
 def _expected_dtype(want: np.ndarray) -> np.dtype:
@@ -132,13 +122,9 @@ def test_op(
     matrix: MatrixBuild,
     case_id: str,
     exec_mode: str,
-    request: pytest.FixtureRequest,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     case = BY_ID[case_id]
-    reason = KNOWN_FAILURES.get((matrix.target, case.id))
-    if reason is not None:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     vm = matrix.vm(case, exec_mode)
     for n in case.ns:  # symbolic cases: several extents through one compiled function
         inputs = make_inputs(case, n)
@@ -147,71 +133,6 @@ def test_op(
         assert_matches(case, got, want, f"{case.id} ({matrix.target}, {exec_mode}, n={n})")
     if case.op == "relax.print":
         assert "matrix print" in capfd.readouterr().out
-
-
-# --- The matrix itself --------------------------------------------------------------------------
-
-
-def test_matrix_covers_every_legalized_op() -> None:
-    from relaxvm_ops.catalog import LEGALIZED_OPS
-
-    covered = {case.op for case in CASES}
-    assert sorted(set(LEGALIZED_OPS) - covered) == []
-    assert sorted(covered - set(LEGALIZED_OPS)) == []
-
-
-def test_matrix_has_every_required_axis() -> None:
-    # Every op runs static and symbolic in float32 (or bool for logical/assert ops), and at least
-    # most ops in an integer dtype too.
-    kinds: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for case in CASES:
-        kinds[case.op].add((case.dtype, case.shape_kind))
-    for name, seen in kinds.items():
-        main = "bool" if ("bool", "static") in seen else "float32"
-        assert {(main, "static"), (main, "symbolic")} <= seen, name
-    with_int = [name for name, seen in kinds.items() if ("int32", "symbolic") in seen]
-    assert len(with_int) >= 50
-
-
-@pytest.mark.parametrize(
-    "template",
-    [t for t in templates() if not {"int32", "bool"} & set(t.dtypes)],
-    ids=lambda t: t.op.removeprefix("relax."),
-)
-def test_float_only_ops_really_reject_integers(template: OpTemplate) -> None:
-    # The matrix runs an op in float32 only when the op itself refuses integer inputs.
-    with pytest.raises(OpError, match=r"float dtype, got int32"):
-        build_module([OpCase(template, "int32", symbolic=False)])
-
-
-def test_real_targets_exclude_test_only_kinds() -> None:
-    from relaxvm.testing import interpreter_target, registered_target
-
-    with registered_target(interpreter_target()):
-        names = [p.values[0] for p in real_target_kinds()]
-    assert "interp" not in names
-    assert "llvm" in names
-    assert missing_device_reason("llvm") is None
-
-
-def test_device_targets_are_marked_gpu_and_skipped_without_their_device() -> None:
-    from relaxvm.registry import extensions
-    from relaxvm.registry.extensions import TargetKind
-
-    def build(mod: Any, target: Any) -> Any:
-        raise AssertionError("never built: the matrix skips a kind without its device")
-
-    fake = TargetKind(name="fakecuda", device="cuda", build=build, doc="a CUDA-like kind")
-    saved = extensions._snapshot()  # registered as a third-party plugin would, then removed
-    try:
-        extensions.register_target_kind(fake, source="plugin 'fakecuda'")
-        (param,) = [p for p in real_target_kinds() if p.values[0] == "fakecuda"]
-        assert [m.name for m in param.marks] == ["gpu"]
-        if not relaxvm.cuda(0).exist:
-            reason = missing_device_reason("fakecuda")
-            assert reason is not None and "'fakecuda'" in reason and "'cuda' device" in reason
-    finally:
-        extensions._restore(saved)
 
 
 # --- Error behaviour through the VM ------------------------------------------------------------
@@ -223,7 +144,7 @@ def _counting_vm(matrix: MatrixBuild, case: OpCase, exec_mode: str) -> tuple[Any
     """A fresh VM whose instrument records every kernel call (VM builtins such as shape checks
     and allocations are not kernels)."""
     ex = with_exec_mode(matrix.executable(case), exec_mode)
-    vm = relaxvm.VirtualMachine(ex, relaxvm.cpu())
+    vm = relaxvm.VirtualMachine(ex, matrix.device)
     calls: list[str] = []
 
     def instrument(func: Any, symbol: str, before_run: bool, ret: Any, *args: Any) -> None:
@@ -283,14 +204,12 @@ def test_symbolic_extent_must_agree_across_parameters(matrix: MatrixBuild) -> No
     assert_matches(case, vm[case.func_name](c, a, b), np.where(c, a, b), "where after error")
 
 
-def test_public_compiled_mode_agrees_with_the_shared_executable(
-    matrix: MatrixBuild, real_target: str
-) -> None:
+def test_public_compiled_mode_agrees_with_the_shared_executable(matrix: MatrixBuild) -> None:
     # The matrix compiles once and flips exec_mode on a copy; compiling a group directly with
     # exec_mode="compiled" through the public API must give the same answers.
     group = [c for c in CASES if c.group == ("reduce", "float32", "symbolic")]
-    ex = relaxvm.compile(build_module(group), real_target, exec_mode="compiled")
-    direct = relaxvm.VirtualMachine(ex, relaxvm.cpu())
+    ex = relaxvm.compile(build_module(group), matrix.target, exec_mode="compiled")
+    direct = relaxvm.VirtualMachine(ex, matrix.device)
     shared = matrix.vm(group[0], "compiled")
     assert with_exec_mode(matrix.executable(group[0]), "compiled").exec_mode == "compiled"
     for case in group:

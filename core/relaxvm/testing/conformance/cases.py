@@ -1,4 +1,4 @@
-"""The case table of the per-target op conformance matrix (``test_ops_matrix.py``).
+"""The case table of the per-target op conformance matrix (:mod:`.test_ops`).
 
 One :class:`OpTemplate` per (op, variant) says how to build the call, which dtypes it is run in,
 how to make inputs and what numpy computes for them. :func:`all_cases` expands every template
@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pytest
 
-import relaxvm
-from relaxvm.ir import Var as SymVar
-from relaxvm.ir.relax import BlockBuilder, PrimValue, TensorStructInfo, Var, op
-from relaxvm.ir.relax.module import IRModule
-from relaxvm.registry import extensions
+from ...ir import Var as SymVar
+from ...ir.relax import BlockBuilder, PrimValue, TensorStructInfo, Var
+from ...ir.relax import op as _op
+from ...ir.relax.module import IRModule
 
 __all__ = [
     "IMPURE_OPS",
@@ -38,10 +36,11 @@ __all__ = [
     "all_cases",
     "build_module",
     "make_inputs",
-    "missing_device_reason",
-    "real_target_kinds",
     "templates",
 ]
+
+# Several op builders are generated when their module is imported, out of mypy's sight.
+op: Any = _op
 
 #: The leading extent of static cases.
 STATIC_N = 3
@@ -416,7 +415,7 @@ def _create() -> list[OpTemplate]:
 def templates() -> list[OpTemplate]:
     """Every template of the matrix."""
     # The second half of the table imports this module's helpers, hence the late import.
-    from _op_matrix_cases_tensor import tensor_templates
+    from .cases_tensor import tensor_templates
 
     return _elementwise() + _misc_elementwise() + _create() + tensor_templates()
 
@@ -429,29 +428,3 @@ def all_cases() -> list[OpCase]:
         for dtype in t.dtypes
         for symbolic in (False, True)
     ]
-
-
-def real_target_kinds() -> list[Any]:
-    """Every registered target kind that is not test-only, as ``pytest.param`` values; kinds
-    whose device is ``cuda`` carry the ``gpu`` mark."""
-    params = []
-    for name, source in extensions.list_target_kinds().items():
-        kind = extensions.get_target_kind(name)
-        # The TIR interpreter kind (``relaxvm.testing``) is a test double, not a real target.
-        if source.startswith("relaxvm.testing") or kind.doc.startswith("test-only"):
-            continue
-        marks = [pytest.mark.gpu] if kind.device == "cuda" else []
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
-
-
-def missing_device_reason(name: str) -> str | None:
-    """Why target kind ``name`` cannot run here (its device is absent), or ``None``."""
-    device = extensions.get_target_kind(name).device
-    try:
-        present = relaxvm.device(device).exist
-    except Exception:  # a device kind no installed plugin knows
-        present = False
-    if present:
-        return None
-    return f"target {name!r} needs a {device!r} device, and there is none on this machine"
