@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from .ir.relax import *  # noqa: F403 - the whole Relax IR, as tvm.relax has it
 from .ir.relax import __all__ as _ir_names
-from .ir.relax import op
+from .ir.relax import op as op
 
 # isort: split
-from .backend.build import build
-from .vm import Executable, VirtualMachine
+from .backend.build import build as build
+from .vm import Executable as Executable
+from .vm import VirtualMachine as VirtualMachine
 
 __all__ = sorted({*_ir_names, "Executable", "VirtualMachine", "build", "op"})

@@ -17,12 +17,12 @@ from typing import Any
 from relaxvm.errors import RelaxVMError
 from relaxvm.ir import IntImm, PrimExpr, Var, free_vars
 from relaxvm.ir import op as sop
-from relaxvm.ir.relax import BlockBuilder, Call, TensorStructInfo, TupleStructInfo
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr, TensorStructInfo, TupleStructInfo
 from relaxvm.ir.relax.expr import Constant, PrimValue, ShapeExpr, Tuple, TupleGetItem
 from relaxvm.ir.relax.op import call_tir
 from relaxvm.ir.relax.struct_info import PrimStructInfo, StructInfo
 from relaxvm.ir.tir import Buffer, PrimFunc, Stmt, te, undefined_vars
+from relaxvm.runtime.dtype import DataType
 
 __all__ = [
     "LEGALIZATIONS",
@@ -112,6 +112,13 @@ def tensor_arg(call: Call, index: int, what: str) -> TensorStructInfo:
 def out_tensor_sinfo(call: Call) -> TensorStructInfo:
     """The call's own (inferred) result; an error unless its shape and dtype are known."""
     return known_tensor(call, call.struct_info, "the result")
+
+
+def out_dtype(call: Call) -> DataType:
+    """The dtype of the call's own (inferred) result; an error unless it is known."""
+    dtype = out_tensor_sinfo(call).dtype
+    assert dtype is not None  # out_tensor_sinfo raised otherwise
+    return dtype
 
 
 def shape_of(sinfo: TensorStructInfo) -> list[PrimExpr]:
@@ -292,7 +299,7 @@ def call_tir_loops(
     outputs, body = build(*converted)
 
     def make(scalars: list[Var]) -> PrimFunc:
-        params = [*(p.buffer for p in inputs.placeholders), *outputs, *scalars]
+        params: list[Var | Buffer] = [*(p.buffer for p in inputs.placeholders), *outputs, *scalars]
         attrs_ = {"global_symbol": primfunc_name_hint, "tir.noalias": True}
         return PrimFunc(params, body, attrs=attrs_)
 

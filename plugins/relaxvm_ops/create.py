@@ -6,8 +6,7 @@ from typing import Any
 
 from relaxvm.ir import PrimExpr, cast
 from relaxvm.ir import op as sop
-from relaxvm.ir.relax import BlockBuilder, Call, TensorStructInfo
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr, TensorStructInfo
 from relaxvm.ir.tir import te
 
 from ._kernel import OpPattern, call_te, legalizes, op_name, out_tensor_sinfo, shape_of

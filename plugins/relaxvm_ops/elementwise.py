@@ -20,9 +20,8 @@ from relaxvm.ir import (
     structural_equal,
 )
 from relaxvm.ir import op as sop
-from relaxvm.ir._scalar import is_bool_dtype, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.dtype import is_bool_dtype, is_float_dtype
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType, DataTypeCode
@@ -34,6 +33,7 @@ from ._kernel import (
     is_one,
     legalizes,
     op_name,
+    out_dtype,
     out_tensor_sinfo,
     shape_of,
     tensor_arg,
@@ -87,8 +87,7 @@ def _elementwise(
     for index in range(len(args)):
         if not _is_prim(call.args[index]):
             tensor_arg(call, index, f"{index}")
-    out = out_tensor_sinfo(call)
-    shape, dtype = shape_of(out), out.dtype
+    shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
 
     def kernel(*operands: Operand) -> te.Tensor:
         def body(*idx: Any) -> PrimExpr:
@@ -265,7 +264,7 @@ for _name, _fn in _ACTIVATIONS.items():
 @legalizes("relax.clip")
 def legalize_clip(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """``min(max(x, lo), hi)`` (numpy's order when ``lo > hi``)."""
-    dtype = out_tensor_sinfo(call).dtype
+    dtype = out_dtype(call)
 
     def clip(x: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
         return sop.min_expr(sop.max_expr(x, cast_to(lo, dtype)), cast_to(hi, dtype))

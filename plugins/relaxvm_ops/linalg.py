@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from relaxvm.ir import PrimExpr
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.relax.op import add
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType
@@ -70,7 +69,8 @@ def matmul_te(
         rest = list(idx[n_batch:])
         i = None if a_vec else rest.pop(0)
         j = None if b_vec else rest.pop(0)
-        a_idx = [*_batch_index(a_batch, out_batch, batch), *([] if a_vec else [i]), k]
+        a_idx: list[Any] = [*_batch_index(a_batch, out_batch, batch), *([] if a_vec else [i]), k]
+        b_idx: list[Any]
         if b_vec:
             b_idx = [k]
         elif transpose_b:
@@ -124,4 +124,6 @@ def legalize_linear(bb: BlockBuilder, call: Call) -> RelaxExpr:
     if len(call.args) == 2:
         return mm
     product = bb.emit(mm)
-    return LEGALIZATIONS["relax.add"](bb, bb.normalize(add(product, call.args[2])))
+    biased = bb.normalize(add(product, call.args[2]))
+    assert isinstance(biased, Call)  # normalizing a call gives a call
+    return LEGALIZATIONS["relax.add"](bb, biased)

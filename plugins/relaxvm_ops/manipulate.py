@@ -13,8 +13,7 @@ from typing import Any
 
 from relaxvm.ir import IntImm, PrimExpr, select
 from relaxvm.ir import op as sop
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
 

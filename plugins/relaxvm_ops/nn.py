@@ -14,9 +14,8 @@ from typing import Any
 
 from relaxvm.ir import IntImm, PrimExpr, cast
 from relaxvm.ir import op as sop
-from relaxvm.ir._scalar import dtype_int_range, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.dtype import dtype_int_range, is_float_dtype
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType

@@ -14,9 +14,8 @@ from typing import Any
 
 from relaxvm.ir import IntImm, PrimExpr, Var, cast
 from relaxvm.ir import op as sop
-from relaxvm.ir._scalar import dtype_int_range, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.dtype import dtype_int_range, is_float_dtype
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, Stmt, seq, te
 from relaxvm.ir.tir import intrin as T
 from relaxvm.runtime.dtype import DataType
@@ -30,6 +29,7 @@ from ._kernel import (
     flat_index,
     legalizes,
     op_name,
+    out_dtype,
     out_tensor_sinfo,
     product,
     shape_of,
@@ -185,7 +185,7 @@ def _loops(extents: Sequence[PrimExpr], names: str, body: Callable[[list[Var]], 
 def legalize_prod(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """Product: ``out = 1; for k: out = out * x``."""
     shape, axes, keepdims, out_shape = _reduce_setup(call)
-    dtype = out_tensor_sinfo(call).dtype
+    dtype = out_dtype(call)
     index = _split_index(shape, axes, keepdims)
 
     def build(x: te.Tensor) -> tuple[list[Buffer], Stmt]:

@@ -7,8 +7,7 @@ not legalized: the VM lowering passes handle them.
 
 from __future__ import annotations
 
-from relaxvm.ir.relax import BlockBuilder, Call, TupleStructInfo
-from relaxvm.ir.relax._base import RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr, TupleStructInfo
 from relaxvm.ir.relax.expr import StringImm
 from relaxvm.ir.relax.op import call_packed
 

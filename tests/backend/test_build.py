@@ -37,7 +37,7 @@ def test_exports_are_lazy_and_named_like_tvm():
     code = (
         "import sys, relaxvm; assert 'relaxvm.ir' not in sys.modules; "
         "assert callable(relaxvm.compile); assert 'relaxvm.ir' not in sys.modules; "
-        "from relaxvm.ir import relax; from relaxvm.backend.build import build; "
+        "from relaxvm import relax; from relaxvm.backend.build import build; "
         "assert relax.build is build; print('ok')"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -12,7 +12,13 @@ from relaxvm.testing import isolated_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 # Pages whose ```python blocks are complete programs (other pages show API fragments).
-RUNNABLE_PAGES = ["README.md", "docs/builtins.md", "docs/ir.md", "docs/ir_arith.md", "docs/testing.md"]
+RUNNABLE_PAGES = [
+    "README.md",
+    "docs/builtins.md",
+    "docs/ir.md",
+    "docs/ir_arith.md",
+    "docs/testing.md",
+]
 
 
 def python_blocks(page: str) -> list[tuple[str, str]]:

@@ -109,9 +109,10 @@ def build(
     mod = _check_input(mod)
     resolved = _as_target(target)
     if params:
-        from ..transform import BindParams
+        from ..transform.bind_params import BindParams
 
-        mod = BindParams("main", dict(params))(mod)
+        bound: dict[Any, Any] = dict(params)  # names or Relax Vars, as BindParams takes
+        mod = BindParams("main", bound)(mod)
     passes = _pipeline(relax_pipeline, resolved)
     if passes is not None:
         current = PassContext.current()

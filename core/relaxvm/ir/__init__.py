@@ -1,5 +1,7 @@
 """The relaxvm IR. This first layer holds symbolic scalar expressions (TIR's ``PrimExpr``)
 and their arithmetic analysis; Relax IR, StructInfo, IRModule and TIR statements build on it.
+:func:`structural_equal`, :func:`assert_structural_equal` and :func:`structural_hash` accept
+every IR node (TVM's ``tvm.ir`` functions); the scalar dtype predicates are in :mod:`.dtype`.
 
 The names match TVM's so that a later ``relaxvm.tir`` can re-export them as ``tir.Var``,
 ``tir.IntImm``, ``tir.min`` (:func:`min_expr`), ``tir.floordiv`` and so on.
@@ -7,8 +9,9 @@ The names match TVM's so that a later ``relaxvm.tir`` can re-export them as ``ti
 
 from __future__ import annotations
 
-from . import arith, relax
+from . import arith, dtype, relax
 from .arith import Analyzer, ConstIntBound
+from .dtype import dtype_int_range, fits_dtype, is_bool_dtype, is_float_dtype, is_int_dtype
 from .expr import (
     EQ,
     GE,
@@ -57,10 +60,16 @@ from .op import (
     truncmod,
 )
 from .printer import expr_to_str
-from .structural import structural_equal, structural_hash
+from .structural import (
+    StructuralEqualError,
+    assert_structural_equal,
+    structural_equal,
+    structural_hash,
+)
 
 # isort: split
-# Last: the TIR layer imports the names above from this package.
+# Last, mirroring the layers: TIR builds on the expressions above (it imports them from their
+# own modules, never from this package, so there is no import cycle).
 from . import tir
 
 __all__ = [
@@ -93,17 +102,25 @@ __all__ = [
     "Range",
     "Select",
     "SizeVar",
+    "StructuralEqualError",
     "Sub",
     "Var",
     "arith",
+    "assert_structural_equal",
     "cast",
     "const",
     "convert",
+    "dtype",
+    "dtype_int_range",
     "evaluate",
     "expr_to_str",
+    "fits_dtype",
     "floordiv",
     "floormod",
     "free_vars",
+    "is_bool_dtype",
+    "is_float_dtype",
+    "is_int_dtype",
     "logical_and",
     "logical_not",
     "logical_or",

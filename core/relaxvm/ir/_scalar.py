@@ -14,6 +14,9 @@ import math
 from ..errors import VMValueError
 from ..runtime.dtype import DataType, DataTypeCode
 
+# Re-exported from the public module, so the IR can keep importing them with the scalar helpers.
+from .dtype import dtype_int_range, fits_dtype, is_bool_dtype, is_float_dtype, is_int_dtype
+
 __all__ = [
     "Scalar",
     "cast_scalar",
@@ -30,37 +33,6 @@ __all__ = [
 
 #: A Python value an expression can evaluate to.
 Scalar = int | float | bool
-
-
-def is_int_dtype(dtype: DataType) -> bool:
-    """True for scalar signed or unsigned integer types (not ``bool``)."""
-    return dtype.lanes == 1 and dtype.code in (DataTypeCode.INT, DataTypeCode.UINT)
-
-
-def is_float_dtype(dtype: DataType) -> bool:
-    """True for scalar floating point types (``float16/32/64``, ``bfloat16``)."""
-    return dtype.lanes == 1 and dtype.code in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT)
-
-
-def is_bool_dtype(dtype: DataType) -> bool:
-    """True for the scalar ``bool`` type."""
-    return dtype.lanes == 1 and dtype.code == DataTypeCode.BOOL
-
-
-def dtype_int_range(dtype: DataType) -> tuple[int, int]:
-    """The inclusive range of values an integer or bool type can hold."""
-    if dtype.code == DataTypeCode.BOOL:
-        return 0, 1
-    if dtype.code == DataTypeCode.UINT:
-        return 0, (1 << dtype.bits) - 1
-    half = 1 << (dtype.bits - 1)
-    return -half, half - 1
-
-
-def fits_dtype(value: int, dtype: DataType) -> bool:
-    """Whether the integer ``value`` is representable in the integer or bool type ``dtype``."""
-    low, high = dtype_int_range(dtype)
-    return low <= value <= high
 
 
 def _check_divisor(name: str, divisor: Scalar) -> None:

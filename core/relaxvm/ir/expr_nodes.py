@@ -17,7 +17,7 @@ from ..errors import VMTypeError
 from ..runtime.dtype import DataType
 from . import _scalar
 from ._scalar import is_bool_dtype, is_float_dtype, is_int_dtype
-from .expr import ExprLike, PrimExpr, _coerce_operand, _coerce_pair, as_dtype
+from .expr_base import ExprLike, PrimExpr, _coerce_operand, _coerce_pair, as_dtype
 
 __all__ = [
     "EQ",

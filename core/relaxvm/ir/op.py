@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import VMTypeError, VMValueError
 from ..runtime.dtype import DataType, DataTypeCode
 from ._scalar import cast_scalar, fits_dtype, is_bool_dtype, is_float_dtype, is_int_dtype
-from .expr import ExprLike, FloatImm, IntImm, PrimExpr, as_dtype
+from .expr_base import ExprLike, FloatImm, IntImm, PrimExpr, as_dtype
 from .expr_nodes import (
     EQ,
     GE,

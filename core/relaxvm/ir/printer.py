@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import VMValueError
 from ..runtime.dtype import DataType
 from ._scalar import is_float_dtype
-from .expr import FloatImm, IntImm, PrimExpr, Var
+from .expr_base import FloatImm, IntImm, PrimExpr, Var
 from .expr_nodes import (
     EQ,
     GE,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from relaxvm.errors import RelaxVMError
 from relaxvm.ir import Var
@@ -58,7 +58,7 @@ def _wants_tile(stage: Stage, epilogue: Epilogue, config: CpuConfig) -> bool:
     assert stage.init is not None and stage.source is not None
     if not stage.init.indices:  # a reduction to a scalar has no output axis to tile
         return False
-    col = stage.init.indices[-1]
+    col = cast(Var, stage.init.indices[-1])  # a loop variable: found among the loops below
     extent = next(lp.extent for lp in stage.loops if lp.loop_var is col)
     const = static_extent(extent)
     if const is not None and const < 2:
@@ -124,6 +124,7 @@ def _schedule(func: PrimFunc, config: CpuConfig, where: str) -> tuple[PrimFunc, 
                 scratch.append(pad_buffer)
                 new_stmts.append(schedule_injective_stage(parse_stage(fill), config))
                 used.append("injective")
+            assert stage.source is not None  # still so after the padding rewrite
             if isinstance(col, Var) and has_guard(stage.source, col):
                 # Padded pooling: clamped loads and a select vectorize, a guard does not.
                 stage = replace(stage, source=unguard(stage.source, col))

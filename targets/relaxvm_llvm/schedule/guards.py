@@ -15,7 +15,7 @@ from dataclasses import replace
 from relaxvm.ir import FloatImm, IntImm, PrimExpr, Select, Var
 from relaxvm.ir.arith import Analyzer
 from relaxvm.ir.expr_functor import free_vars, post_order_visit
-from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And
+from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And, CmpExpr
 from relaxvm.ir.op import max_expr, min_expr
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Buffer, BufferLoad, BufferStore, Call, For, ForKind, Stmt, if_then_else
@@ -92,7 +92,8 @@ def _bound_check(part: PrimExpr, index: PrimExpr, extent: PrimExpr) -> str | Non
     """``"lo"`` for ``index >= 0``, ``"hi"`` for ``index < extent`` (either spelling)."""
     if not isinstance(part, (GE, GT, LE, LT)):
         return None
-    a, b, kind = part.a, part.b, type(part)
+    a, b = part.a, part.b
+    kind: type[CmpExpr] = type(part)
     if structural_equal(b, index) and not structural_equal(a, index):
         a, b, kind = b, a, {GE: LE, GT: LT, LE: GE, LT: GT}[kind]
     if not structural_equal(a, index):
@@ -132,10 +133,10 @@ def _padding_of(guard: Call, analyzer: Analyzer) -> tuple[list[int], list[int]] 
             return None
         checked.add(found)
     low, high = [], []
-    for dim, (index, extent) in enumerate(zip(load.indices, shape, strict=True)):
+    for dim, (index, size) in enumerate(zip(load.indices, shape, strict=True)):
         bound = analyzer.const_int_bound(index)
         below = max(0, -int(bound.min_value))
-        above = max(0, int(bound.max_value) - (extent - 1))
+        above = max(0, int(bound.max_value) - (size - 1))
         if (below and (dim, "lo") not in checked) or (above and (dim, "hi") not in checked):
             return None  # an unguarded side would read out of bounds
         low.append(below)
@@ -180,11 +181,11 @@ def materialize_padding(stage: Stage) -> tuple[Stage, Buffer, Stmt] | None:
     dtype = str(load.indices[0].dtype) if load.indices else "int64"
     axes = [Var(f"p{dim}", dtype) for dim in range(len(shape))]
     inside: list[PrimExpr] = []
-    for axis, lo, hi, extent in zip(axes, low, high, source.shape, strict=True):
+    for axis, lo, hi, size in zip(axes, low, high, source.shape, strict=True):
         if lo:
             inside.append(axis >= lo)
         if hi:
-            inside.append(axis < extent + lo)
+            inside.append(axis < size + lo)
     condition = inside[0]
     for extra in inside[1:]:
         condition = condition & extra

@@ -20,7 +20,7 @@ from __future__ import annotations
 from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.arith import Analyzer
 from relaxvm.ir.expr_functor import free_vars, post_order_visit
-from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And
+from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And, CmpExpr
 from relaxvm.ir.op import max_expr, min_expr
 from relaxvm.ir.tir import BufferStore, Call, For, ForKind, Stmt, if_then_else, seq, substitute
 
@@ -79,7 +79,7 @@ def _bound(cmp: PrimExpr, var: Var) -> tuple[str, PrimExpr] | None:
         return None
     a, b = cmp.a, cmp.b
     flipped = {GE: LE, GT: LT, LE: GE, LT: GT}
-    kind = type(cmp)
+    kind: type[CmpExpr] = type(cmp)
     if b is var and var not in free_vars(a):
         a, b, kind = b, a, flipped[kind]
     if a is not var or var in free_vars(b):
@@ -123,12 +123,12 @@ def _partition(
         return None
     zero = IntImm(str(var.dtype), 0)
     lo: PrimExpr = zero
-    for bound in lows:
-        lo = max_expr(lo, bound)
+    for low in lows:
+        lo = max_expr(lo, low)
     lo = min_expr(lo, extent)
     hi: PrimExpr = extent
-    for bound in highs:
-        hi = min_expr(hi, bound)
+    for high in highs:
+        hi = min_expr(hi, high)
     hi = max_expr(hi, lo)
     inside = then
     if rest:
@@ -152,8 +152,9 @@ def schedule_injective_stage(stage: Stage, config: CpuConfig) -> Stmt:
     # Loops of extent 1 disappear (their variable is 0).
     unit = {v: IntImm(str(v.dtype), 0) for v, e in outer if static_extent(e) == 1}
     if unit:
-        store = substitute(store, unit)
-        assert isinstance(store, BufferStore)
+        substituted = substitute(store, unit)
+        assert isinstance(substituted, BufferStore)
+        store = substituted
         outer = [(v, e) for v, e in outer if v not in unit]
     dtype = str(inner.dtype)
     inner_extent = extents[inner]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from relaxvm.ir import FloatImm, IntImm, PrimExpr, Var
-from relaxvm.ir._scalar import dtype_int_range, is_float_dtype
+from relaxvm.ir.dtype import dtype_int_range, is_float_dtype
 from relaxvm.ir.expr_functor import substitute
 from relaxvm.ir.op import floordiv
 from relaxvm.ir.tir import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, Stmt, seq

@@ -34,6 +34,7 @@ pass and barrier); otherwise the copy runs before the grid. A dense ``x @ W.T``
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.expr_functor import substitute
@@ -67,7 +68,8 @@ class _TileBuilder:
     def __init__(self, stage: Stage, epilogue: Epilogue, plan: TilePlan) -> None:
         assert stage.init is not None and stage.source is not None and stage.combiner
         self.stage, self.epilogue, self.plan = stage, epilogue, plan
-        self.col_var = stage.init.indices[-1]
+        # The planner only tiles stages whose output's last index is a loop variable.
+        self.col_var = cast(Var, stage.init.indices[-1])
         self.dtype = stage.init.buffer.dtype
         self.combine = COMBINE[stage.combiner]
         self.blocks: tuple[int, int, int] | None = None

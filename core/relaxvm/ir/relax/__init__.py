@@ -9,8 +9,6 @@ normalized (A-normal form) functions from them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._base import RelaxExpr, RelaxNode, Span, update_struct_info
 from .block import (
     Binding,
@@ -48,7 +46,12 @@ from .struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from .structural import assert_structural_equal, structural_equal, structural_hash
+from .structural import (
+    StructuralEqualError,
+    assert_structural_equal,
+    structural_equal,
+    structural_hash,
+)
 from .subtype import BaseCheckResult, is_base_of, struct_info_base_check
 from .well_formed import WellFormedError, is_well_formed, well_formed
 
@@ -60,15 +63,6 @@ from .block_builder import BlockBuilder, BlockBuilderError
 
 #: TVM's name for the base class of Relax expressions.
 Expr = RelaxExpr
-
-
-def __getattr__(name: str) -> Any:
-    # ``relax.build`` lives in the backend, which imports the passes: load it on first use.
-    if name == "build":
-        from ...backend.build import build
-
-        return build
-    raise AttributeError(f"module 'relaxvm.ir.relax' has no attribute {name!r}")
 
 
 __all__ = [
@@ -102,6 +96,7 @@ __all__ = [
     "Span",
     "StringImm",
     "StructInfo",
+    "StructuralEqualError",
     "TensorStructInfo",
     "Tuple",
     "TupleGetItem",
@@ -110,7 +105,6 @@ __all__ = [
     "VarBinding",
     "WellFormedError",
     "assert_structural_equal",
-    "build",
     "const",
     "is_base_of",
     "is_well_formed",

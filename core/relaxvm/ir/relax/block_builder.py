@@ -291,8 +291,8 @@ class BlockBuilder:
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         """Add ``func`` (a Relax Function or PrimFunc) under a unique name made from
         ``func_name``; a PrimFunc equal to one already present is not added twice."""
+        from ..structural import structural_equal as tir_equal
         from ..tir.function import PrimFunc
-        from ..tir.stmt_functor import structural_equal as tir_equal
 
         if isinstance(func, PrimFunc):
             for gvar, existing in self._mod:

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import VMTypeError, VMValueError
+from ...runtime.creation import tensor as make_tensor
 from ...runtime.dtype import DataType
 from ...runtime.tensor import Tensor
-from ...runtime.creation import tensor as make_tensor
 from ..expr import PrimExpr
 from ..op import convert
 from ._base import RelaxExpr, Span, check_expr, check_name, frozen_attrs

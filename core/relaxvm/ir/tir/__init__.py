@@ -8,7 +8,8 @@ as with TVM's ``tvm.tir``.
 
 from __future__ import annotations
 
-from .. import (
+# From the defining modules, not from the parent package: relaxvm.ir imports this package.
+from ..expr import (
     Add,
     Cast,
     FloatImm,
@@ -23,14 +24,11 @@ from .. import (
     SizeVar,
     Sub,
     Var,
-    const,
-    floordiv,
-    floormod,
-    truncdiv,
-    truncmod,
 )
+from ..op import const, floordiv, floormod, truncdiv, truncmod
 from ..op import max_expr as max
 from ..op import min_expr as min
+from ..structural import assert_structural_equal, structural_equal, structural_hash
 from . import te
 from .analysis import undefined_vars
 from .buffer import Buffer, BufferLoad, decl_buffer
@@ -68,14 +66,7 @@ from .stmt import (
     Stmt,
     seq,
 )
-from .stmt_functor import (
-    StmtMutator,
-    StmtVisitor,
-    post_order_visit,
-    structural_equal,
-    structural_hash,
-    substitute,
-)
+from .stmt_functor import StmtMutator, StmtVisitor, post_order_visit, substitute
 
 __all__ = [
     "INTRINSICS",
@@ -109,6 +100,7 @@ __all__ = [
     "StmtVisitor",
     "Sub",
     "Var",
+    "assert_structural_equal",
     "ceil",
     "const",
     "decl_buffer",

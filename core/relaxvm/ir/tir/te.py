@@ -65,21 +65,58 @@ class IterVar:
     def __init__(self, var: Var, dom: Range, kind: str) -> None:
         self.var, self.dom, self.kind = var, dom, kind
 
-    def _delegate(name: str) -> Callable[..., PrimExpr]:  # type: ignore[misc]
-        def method(self: IterVar, *args: Any) -> PrimExpr:
-            return getattr(self.var, name)(*args)  # type: ignore[no-any-return]
+    # An IterVar computes like its variable (`k + 1`, `i * 4`), as in TVM. Written out, not
+    # generated, so that type checkers see the operators.
+    def __add__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__add__(other)
 
-        method.__name__ = name
-        return method
+    def __radd__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__radd__(other)
 
-    # An IterVar computes like its variable (`k + 1`, `i * 4`), as in TVM.
-    for _name in (
-        "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
-        "__rfloordiv__", "__mod__", "__rmod__", "__neg__", "__lt__", "__le__", "__gt__",
-        "__ge__", "equal", "astype",
-    ):  # fmt: skip
-        locals()[_name] = _delegate(_name)
-    del _name, _delegate
+    def __sub__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__sub__(other)
+
+    def __rsub__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__rsub__(other)
+
+    def __mul__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__mul__(other)
+
+    def __rmul__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__rmul__(other)
+
+    def __floordiv__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__floordiv__(other)
+
+    def __rfloordiv__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__rfloordiv__(other)
+
+    def __mod__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__mod__(other)
+
+    def __rmod__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__rmod__(other)
+
+    def __lt__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__lt__(other)
+
+    def __le__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__le__(other)
+
+    def __gt__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__gt__(other)
+
+    def __ge__(self, other: ExprLike) -> PrimExpr:
+        return self.var.__ge__(other)
+
+    def equal(self, other: ExprLike) -> PrimExpr:
+        return self.var.equal(other)
+
+    def __neg__(self) -> PrimExpr:
+        return -self.var
+
+    def astype(self, dtype: str | DataType) -> PrimExpr:
+        return self.var.astype(dtype)
 
     def __repr__(self) -> str:
         end = self.dom.min + self.dom.extent

@@ -100,4 +100,14 @@ def argmin(x: RelaxExpr, axis: int | None = None, keepdims: bool = False) -> Cal
     return _reduce("argmin", x, axis, keepdims)
 
 
-__all__ = [*REDUCTIONS, *ARG_REDUCTIONS]
+# Spelled out (not built from the tuples above) so that type checkers see the names.
+__all__ = [
+    "argmax",
+    "argmin",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "sum",
+    "variance",
+]
