@@ -8,6 +8,7 @@ built-in exception TVM raises in the same situation (``ValueError``, ``TypeError
     ├── RegistryError (ValueError)          bad or duplicate registrations
     │   └── FunctionNotFoundError           a name nobody registered
     ├── PluginError (RuntimeError)          a plugin is missing, blocked or misbehaves
+    │   └── PluginConflictError             two plugins claim one name
     ├── DeviceError (ValueError)            unknown device kind, device without an API
     ├── BytecodeError (ValueError)          a malformed program (builder or validator)
     ├── ExecutableFormatError (ValueError)  corrupt, truncated, foreign or wrong-version bytes
@@ -27,6 +28,7 @@ __all__ = [
     "DeviceError",
     "ExecutableFormatError",
     "FunctionNotFoundError",
+    "PluginConflictError",
     "PluginError",
     "RegistryError",
     "RelaxVMError",
@@ -51,6 +53,16 @@ class FunctionNotFoundError(RegistryError):
 
 class PluginError(RelaxVMError, RuntimeError):
     """A plugin could not be loaded, is missing, blocked, or broke the plugin rules."""
+
+
+class PluginConflictError(PluginError):
+    """Two plugins registered the same name without ``override=True``, or both overrode it.
+
+    A :class:`PluginError`, not a :class:`RegistryError`: the plugins failed to load, and code
+    that turns a ``RegistryError`` from a lookup into its own message (an unknown target kind,
+    say) must not mistake a broken installation for a mistake in its input. The message names
+    both plugins and says how to skip one.
+    """
 
 
 class DeviceError(RelaxVMError, ValueError):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,133 @@ def test_plugins_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with isolated_plugins(load=False, env={"RELAXVM_DISABLE_PLUGINS": "builtins"}):
         status, _, err = run_cli(capsys, "plugins")
     assert_one_line_error(status, err, "essential relaxvm plugin 'builtins'")
+
+
+def _builtins_entry_point() -> list[object]:
+    return [ep for ep in installed_entry_points() if ep.name == "builtins"]
+
+
+class _RaisingPlugin:
+    @relaxvm.hookimpl
+    def relaxvm_register_builtins(self, registry: object) -> None:
+        raise KeyError("oops")
+
+
+def test_plugins_shows_broken_plugins_with_their_reason_and_exits_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    entry_points = [
+        *_builtins_entry_point(),
+        FakeEntryPoint("broken", error=ImportError("no module named nothere"), value="bad.mod"),
+        FakeEntryPoint("raises", _RaisingPlugin(), value="raises.plugin"),
+    ]
+    with isolated_plugins(entry_points, load=False, env={"RELAXVM_DISABLE_PLUGINS": None}):
+        count = len(relaxvm.registry.loader.plugin_report())  # nothing loaded yet
+        status, out, err = run_cli(capsys, "plugins")
+        builtins_count = len(
+            next(
+                p for p in relaxvm.registry.loader.plugin_report() if p.name == "builtins"
+            ).registered
+        )
+    assert count == 0 and builtins_count > 0
+    assert out.splitlines() == [
+        "NAME      STATUS  REGISTERED  MODULE                   DISTRIBUTION",
+        f"builtins  ok      {builtins_count:<10}  relaxvm_builtins.plugin  relaxvm",
+        "broken    failed  -           bad.mod                  ?",
+        "raises    failed  -           raises.plugin            ?",
+        "",
+        "failed plugins (nothing loads until they are fixed or skipped):",
+        "  relaxvm plugin 'broken' (bad.mod from ?) failed to import: ImportError: no module "
+        "named nothere",
+        "  relaxvm plugin 'raises' failed in relaxvm_register_builtins: KeyError: 'oops'",
+    ]
+    assert_one_line_error(
+        status,
+        err,
+        "relaxvm plugins: error: relaxvm plugin 'broken' (bad.mod from ?) failed to import: "
+        "ImportError: no module named nothere; plugin 'raises' failed too (relaxvm plugins "
+        "shows why); to skip 'broken' and 'raises', set RELAXVM_DISABLE_PLUGINS=broken,raises",
+    )
+
+
+def test_plugins_with_the_broken_ones_disabled_exits_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    entry_points = [
+        *_builtins_entry_point(),
+        FakeEntryPoint("broken", error=ImportError("gone"), value="bad.mod"),
+    ]
+    with isolated_plugins(entry_points, load=False, env={"RELAXVM_DISABLE_PLUGINS": "broken"}):
+        status, out, err = run_cli(capsys, "plugins")
+    assert status == 0 and err == ""
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}
+    assert rows["broken"] == ["broken", "blocked", "-", "bad.mod", "?"]
+    assert rows["builtins"][1] == "loaded"
+
+
+def test_plugins_unknown_disabled_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with isolated_plugins(
+        _builtins_entry_point(), load=False, env={"RELAXVM_DISABLE_PLUGINS": "nosuch"}
+    ):
+        status, out, err = run_cli(capsys, "plugins")
+    assert out == ""
+    assert_one_line_error(
+        status,
+        err,
+        "relaxvm plugins: error: RELAXVM_DISABLE_PLUGINS names ['nosuch'] but the installed "
+        "relaxvm plugins are ['builtins']",
+    )
+
+
+def _legalize_nothing(bb: object, call: object) -> object:
+    return call
+
+
+class _Overrider:
+    @relaxvm.hookimpl
+    def relaxvm_register_builtins(self, registry: relaxvm.registry.FunctionRegistrar) -> None:
+        registry.register("vm.builtin.copy", lambda x: x, override=True)
+        registry.register("aaa.helper", lambda: None)
+
+    @relaxvm.hookimpl
+    def relaxvm_register_legalizations(
+        self, register: relaxvm.registry.LegalizationRegistrar
+    ) -> None:
+        register.register("relax.add", _legalize_nothing, override=True)
+        register.register("relax.add", _legalize_nothing, target="llvm")
+
+
+@pytest.mark.parametrize("flag", ["-v", "--verbose"])
+def test_plugins_verbose_lists_what_each_plugin_registered(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    ours = [ep for ep in installed_entry_points() if ep.name in ("builtins", "ops", "llvm")]
+    with isolated_plugins([*ours, FakeEntryPoint("aaa", _Overrider(), value="aaa.plugin")]):
+        relaxvm.register_func("aaa.helper", lambda: None, override=True)
+        status, out, _ = run_cli(capsys, "plugins", flag)
+    assert status == 0
+    sections = {
+        block.splitlines()[0]: [
+            re.split(r"\s{2,}", line.strip()) for line in block.splitlines()[1:]
+        ]
+        for block in out.split("\n\n")[1:]
+    }
+    aaa = sections["aaa (loaded): 4 registered"]
+    assert aaa == [
+        ["function", "aaa.helper", f"replaced by user code ({__name__})"],
+        ["function", "vm.builtin.copy", "override"],
+        ["legalization", "relax.add", "override"],
+        ["legalization", "relax.add [llvm]"],
+    ]
+    (builtins_header,) = [h for h in sections if h.startswith("builtins (loaded): ")]
+    copy = [row for row in sections[builtins_header] if row[1] == "vm.builtin.copy"]
+    assert copy == [["function", "vm.builtin.copy", "replaced by plugin 'aaa'"]]
+    (ops_header,) = [h for h in sections if h.startswith("ops (loaded): ")]
+    ops = {row[1]: row for row in sections[ops_header]}
+    assert ops["relax.add"] == ["legalization", "relax.add", "replaced by plugin 'aaa'"]
+    assert ops["relax.exp"] == ["legalization", "relax.exp"]
+    assert ops["relax.run.print"] == ["function", "relax.run.print"]
+    assert sections["llvm (loaded): 1 registered"] == [["target", "llvm"]]
 
 
 # -- inspect -----------------------------------------------------------------------------------

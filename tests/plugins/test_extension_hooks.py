@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from relaxvm import hookimpl
-from relaxvm.errors import PluginError, RegistryError
+from relaxvm.errors import PluginConflictError, PluginError, RegistryError
 from relaxvm.registry import extensions
 from relaxvm.registry import loader as plugins
 from relaxvm.registry.extensions import TargetKind
@@ -87,10 +87,14 @@ def test_duplicate_target_kind_names_both_plugins():
         FakeEntryPoint("zsecond", Second()),
     ]
     with isolated_plugins(load=False):
-        with pytest.raises(
-            RegistryError, match=r"'toy' is already registered by plugin 'toyplugin'"
-        ):
+        with pytest.raises(PluginConflictError) as caught:
             plugins.ensure_loaded(entry_points)
+        assert isinstance(caught.value, PluginError)  # the load failed
+        assert str(caught.value) == (
+            "relaxvm plugins 'toyplugin' and 'zsecond' both register target kind 'toy'; the "
+            "one meant to replace the other's must pass override=True; to skip one of them, "
+            "set RELAXVM_DISABLE_PLUGINS=toyplugin or RELAXVM_DISABLE_PLUGINS=zsecond"
+        )
         # The failed load rolled the tables back: nothing half-registered remains.
         assert "toy" not in extensions._target_kinds
 

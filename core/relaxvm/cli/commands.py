@@ -5,7 +5,8 @@ Subcommands
 ``demo``
     Build, save, load and run a small program; compare with numpy (exit 1 on a mismatch).
 ``plugins``
-    The installed plugins, their status and what they registered.
+    The installed plugins, their status and what they registered (``-v``: every registration);
+    a broken plugin is listed with its reason, and the command exits with status 1.
 ``inspect FILE``
     Show a saved executable as text, as Python, or as statistics.
 ``run FILE``
@@ -30,9 +31,10 @@ from typing import Any, TextIO
 import numpy as np
 
 from .. import __version__
-from ..errors import FunctionNotFoundError
+from ..errors import FunctionNotFoundError, PluginError
 from ..registry import functions as registry
 from ..registry import loader as plugins
+from ..registry import resolution
 from ..runtime import Shape, Tensor, cpu
 from ..vm.closure import VMClosure
 from ..vm.interpreter import VirtualMachine
@@ -110,10 +112,19 @@ def _build_parser() -> argparse.ArgumentParser:
         "plugins",
         help="list installed plugins and what they registered",
         description="Load the plugins (honouring RELAXVM_PLUGINS / RELAXVM_DISABLE_PLUGINS) "
-        "and list each entry point with its status, module, distribution and function count.",
+        "and list each entry point with its status, module, distribution and how many things "
+        "it registered. A plugin that fails to load is listed as failed, with the reason; the "
+        "command then exits with status 1, since relaxvm cannot run until it is fixed or "
+        "skipped.",
     )
     plugin_cmd.add_argument(
         "--functions", action="store_true", help="also list every registered function"
+    )
+    plugin_cmd.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also list what each plugin registered: functions, legalizations, targets",
     )
     plugin_cmd.set_defaults(handler=_cmd_plugins)
 
@@ -174,7 +185,15 @@ def _cmd_demo(options: argparse.Namespace) -> int:
 
 # -- plugins -----------------------------------------------------------------------------------
 def _cmd_plugins(options: argparse.Namespace) -> int:
-    plugins.ensure_loaded()
+    try:
+        plugins.ensure_loaded()
+        failure: PluginError | None = None
+    except PluginError as err:
+        # A broken plugin still gets its row and its reason; a bad environment variable or a
+        # missing essential plugin leaves no report, only the error.
+        if not plugins.plugin_report():
+            raise
+        failure = err
     report = plugins.plugin_report()
     out = sys.stdout
     for variable in ("RELAXVM_PLUGINS", "RELAXVM_DISABLE_PLUGINS"):
@@ -182,16 +201,53 @@ def _cmd_plugins(options: argparse.Namespace) -> int:
             print(f"{variable}={os.environ[variable]}", file=out)
     rows = [("NAME", "STATUS", "REGISTERED", "MODULE", "DISTRIBUTION")]
     for info in report:
-        count = str(len(info.registered)) if info.status == "loaded" else "-"
+        count = str(len(info.registered)) if info.status in ("loaded", "ok") else "-"
         rows.append((info.name, info.status, count, info.value, info.distribution))
     _print_table(rows, out)
-    if options.functions:
+    reasons = dict.fromkeys(" ".join(i.error.split()) for i in report if i.error is not None)
+    if reasons:
+        print("\nfailed plugins (nothing loads until they are fixed or skipped):", file=out)
+        for reason in reasons:
+            print(f"  {reason}", file=out)
+    if options.verbose:
+        _print_registrations(report, out)
+    if options.functions and failure is None:
         print(file=out)
         names = registry.list_global_func_names()
         _print_table(
             [("FUNCTION", "SOURCE"), *((n, registry._sources.get(n, "?")) for n in names)], out
         )
+    if failure is not None:
+        raise failure  # one line on stderr, exit status 1
     return 0
+
+
+def _print_registrations(report: Sequence[plugins.PluginInfo], out: TextIO) -> None:
+    """Each plugin's registrations, by kind and name, with what became of each."""
+    sections = [(info, _registration_rows(info)) for info in report if info.registrations]
+    rows = [row for _, section in sections for row in section]
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(2)]
+    for info, section in sections:
+        print(f"\n{info.name} ({info.status}): {len(info.registered)} registered", file=out)
+        for kind, name, notes in section:
+            print(f"  {kind.ljust(widths[0])}  {name.ljust(widths[1])}  {notes}".rstrip(), file=out)
+
+
+def _registration_rows(info: plugins.PluginInfo) -> list[tuple[str, str, str]]:
+    latest = {registration.key: registration for registration in info.registrations}
+    kinds = {"function": 0, "legalization": 1, "target": 2}
+    rows: list[tuple[str, str, str]] = []
+    for registration in sorted(latest.values(), key=lambda r: (kinds[r.kind], r.label)):
+        name = registration.name + (f" [{registration.target}]" if registration.target else "")
+        notes = ["override"] if registration.override else []
+        if info.status == "loaded":  # after a failed load nothing is registered to compare
+            holder = resolution.current_source(registration)
+            if holder is None:
+                notes.append("removed")
+            elif holder != registration.source:
+                notes.append(f"replaced by {holder}")
+        rows.append((registration.kind, name, ", ".join(notes)))
+    return rows
 
 
 def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:

@@ -124,15 +124,7 @@ def register_legalization(
     RegistryError
         Invalid name or function, or a duplicate without ``override`` (naming both sources).
     """
-    if not isinstance(op_name, str) or not op_name:
-        raise RegistryError(f"register_legalization: op name must be a string, got {op_name!r}")
-    if target is not None and (not isinstance(target, str) or not target):
-        raise RegistryError(f"register_legalization: target must be a kind name, got {target!r}")
-    if not callable(func):
-        raise RegistryError(
-            f"register_legalization: the legalization of {op_name!r} must be callable, "
-            f"got {type(func).__name__}"
-        )
+    _check_legalization(op_name, func, target, "register_legalization: ")
     source = source or f"user:{getattr(func, '__module__', '?')}"
     key = (op_name, target)
     if key in _legalizations and not override:
@@ -143,6 +135,18 @@ def register_legalization(
             "(pass override=True to replace it)"
         )
     _legalizations[key] = (func, source)
+
+
+def _check_legalization(op_name: object, func: object, target: object, prefix: str) -> None:
+    """Validate one legalization's arguments (shared with the plugin registrar)."""
+    if not isinstance(op_name, str) or not op_name:
+        raise RegistryError(f"{prefix}op name must be a string, got {op_name!r}")
+    if target is not None and (not isinstance(target, str) or not target):
+        raise RegistryError(f"{prefix}target must be a kind name, got {target!r}")
+    if not callable(func):
+        raise RegistryError(
+            f"{prefix}the legalization of {op_name!r} must be callable, got {type(func).__name__}"
+        )
 
 
 def get_legalization(op_name: str, target: str | None = None) -> Callable[..., Any] | None:

@@ -9,6 +9,13 @@ whose functions carry :data:`hookimpl`. Registration hooks receive a *registrar*
 return nothing; relaxvm validates each registration and attributes it to the plugin, so errors
 (a duplicate name, a non-callable) name the plugin at fault. Hooks are called once per process,
 lazily, the first time relaxvm needs a registered name.
+
+Registrations take effect after *every* selected plugin's hooks have run, and resolve the same
+whatever the order plugins load in (:mod:`relaxvm.registry.resolution`): a name registered by
+two plugins is an error naming both; ``override=True`` replaces a plain registration of the
+name by any other plugin (or stands alone if there is none); two plugins overriding one name
+is an error naming both. Consequently a hook cannot look up what another plugin registers in
+the same load.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .loader import FunctionRegistrar, LegalizationRegistrar, TargetRegistrar
+    from .registrars import FunctionRegistrar, LegalizationRegistrar, TargetRegistrar
 
 __all__ = ["hookimpl", "hookspec"]
 
@@ -35,7 +42,7 @@ def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
 
     Parameters
     ----------
-    registry : relaxvm.registry.loader.FunctionRegistrar
+    registry : relaxvm.registry.FunctionRegistrar
         Call ``registry.register(name, func, override=False)`` once per function. Names follow
         TVM: ``vm.builtin.<name>`` for VM builtins, ``device_api.<kind>`` for a zero-argument
         factory returning a :class:`relaxvm.runtime.DeviceAPI` (this is how device kinds such
@@ -43,9 +50,10 @@ def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
 
     Notes
     -----
-    A name registered twice is an error naming both plugins unless the second registration
-    passes ``override=True``. Functions registered here are found by the VM at construction
-    time, after the executable's own imports (compiled kernels) and before nothing else.
+    A name registered by two plugins is an error naming both unless one of them passes
+    ``override=True``; see the module docstring for the full, order-independent rule.
+    Functions registered here are found by the VM at construction time, after the
+    executable's own imports (compiled kernels).
     """
 
 
@@ -55,7 +63,7 @@ def relaxvm_register_legalizations(register: LegalizationRegistrar) -> None:
 
     Parameters
     ----------
-    register : relaxvm.registry.loader.LegalizationRegistrar
+    register : relaxvm.registry.LegalizationRegistrar
         Call ``register.register(op_name, func, target=None, override=False)``. ``func`` is
         called as ``func(bb, call)`` with a :class:`relaxvm.relax.BlockBuilder` and the
         normalized :class:`relaxvm.relax.Call` of op ``op_name`` (``"relax.add"``...), and
@@ -68,6 +76,8 @@ def relaxvm_register_legalizations(register: LegalizationRegistrar) -> None:
     -----
     ``LegalizeOps`` looks an op up for the current target kind first, then generically. An op
     with no legalization is a build-time error naming the function, the binding and the op.
+    ``(op_name, target)`` pairs resolve between plugins like function names: pass
+    ``override=True`` to replace another plugin's legalization, whatever the load order.
     """
 
 
@@ -77,15 +87,15 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
 
     Parameters
     ----------
-    register : relaxvm.registry.loader.TargetRegistrar
-        Call ``register.register(kind)`` with a :class:`relaxvm.target.TargetKind`: its name,
+    register : relaxvm.registry.TargetRegistrar
+        Call ``register.register(kind)`` with a :class:`relaxvm.registry.TargetKind`: its name,
         device kind, attribute defaults, ``build`` (PrimFuncs to a runtime module of kernels),
         optional extra passes for the relax pipeline, and the serializer/loader pair that
         ``export_library``/``load_module`` use.
 
     Notes
     -----
-    A kind name registered twice is an error naming both plugins unless the second passes
+    A kind name registered by two plugins is an error naming both unless one of them passes
     ``override=True``. ``relaxvm.target.Target("llvm")`` and ``relaxvm.compile(...,
     target="llvm")`` look kinds up here.
     """

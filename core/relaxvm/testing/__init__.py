@@ -68,7 +68,9 @@ def isolated_plugins(
     Parameters
     ----------
     entry_points : sequence, optional
-        Entry points to load instead of the installed ones.
+        Entry points to load instead of the installed ones. They stand in for the installed
+        ones for the whole block: a load retried after a failure, or started by a lookup or by
+        ``relaxvm plugins`` inside the block, sees them too.
     env : dict, optional
         Environment variables to set (``None`` removes one) for the block.
     load : bool
@@ -76,6 +78,7 @@ def isolated_plugins(
         installed entry points, or call ``plugins.ensure_loaded(entry_points)`` yourself).
     """
     saved_state = (plugins._loaded, plugins._loading, plugins._manager, list(plugins._report))
+    saved_override = plugins._entry_points_override
     saved_registry = dict(registry._functions), dict(registry._sources)
     saved_extensions = extensions._snapshot()
     saved_env = {key: os.environ.get(key) for key in (env or {})}
@@ -87,8 +90,10 @@ def isolated_plugins(
                 os.environ[key] = value
         plugins._reset_for_tests()
         _forget_device_apis()
+        if entry_points is not None:
+            plugins._entry_points_override = list(entry_points)
         if load:
-            plugins.ensure_loaded(entry_points)
+            plugins.ensure_loaded()
         yield
     finally:
         for key, value in saved_env.items():
@@ -96,6 +101,7 @@ def isolated_plugins(
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        plugins._entry_points_override = saved_override
         plugins._loaded, plugins._loading, plugins._manager = saved_state[:3]
         plugins._report[:] = saved_state[3]
         registry._functions.clear()
