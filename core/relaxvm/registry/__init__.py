@@ -1,15 +1,20 @@
 """One home for everything plugins fill, and the one loader that fills it.
 
 * :mod:`~relaxvm.registry.functions`: the global PackedFunc registry (``vm.builtin.*``,
-  ``device_api.<kind>``, ...) and the call-site specialisation protocol its entries may offer;
+  ``device_api.<kind>``, ...);
+* :mod:`~relaxvm.registry.specialization`: the call-site specialisation protocol a registered
+  function may offer (its own fast path, used by both exec modes);
 * :mod:`~relaxvm.registry.extensions`: op legalizations and target kinds;
 * :mod:`~relaxvm.registry.hookspecs`: every hook a plugin can implement, documented;
-* :mod:`~relaxvm.registry.loader`: the lazy, idempotent plugin loader and the registrar objects
-  handed to the hooks.
+* :mod:`~relaxvm.registry.loader`: the lazy, idempotent plugin loader, with
+  :mod:`~relaxvm.registry.registrars` (the objects handed to the hooks, which collect),
+  :mod:`~relaxvm.registry.resolution` (how plain and override registrations from several
+  plugins resolve, whatever their order) and :mod:`~relaxvm.registry.failures` (the errors
+  naming a broken plugin and how to skip it).
 
-Dependencies run one way: ``functions`` and ``extensions`` import nothing of relaxvm beyond
-:mod:`relaxvm.errors`; ``loader`` imports them and fills them; they reach the loader (to load
-plugins lazily on a lookup) only from inside functions.
+Dependencies run one way: ``functions``, ``extensions`` and ``specialization`` import nothing
+of relaxvm beyond :mod:`relaxvm.errors`; ``loader`` imports them and fills them; they reach
+the loader (to load plugins lazily on a lookup) only from inside functions.
 """
 
 from __future__ import annotations
