@@ -1,4 +1,5 @@
-"""Session-wide test settings: keep the LLVM compile cache out of the real home directory."""
+"""Session-wide test settings: keep the LLVM compile cache and the user's signing key out of
+the real home directory."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def pytest_configure(config: pytest.Config) -> None:
     global _CACHE_DIR
     _CACHE_DIR = tempfile.mkdtemp(prefix="relaxvm-test-cache-")
     os.environ["RELAXVM_CACHE_DIR"] = _CACHE_DIR
+    # relaxvm.security creates the key file under $XDG_CONFIG_HOME/relaxvm on first use.
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(_CACHE_DIR, "config")
+    os.environ.pop("RELAXVM_KEY", None)
     os.environ.setdefault("RELAXVM_PROGRESS", "0")
 
 
