@@ -141,7 +141,27 @@ def _divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
 
 
 def _floor_divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    return T.floor(sop.true_div(a, b)) if is_float_dtype(a.dtype) else floordiv(a, b)
+    return _float_floor_divide(a, b) if is_float_dtype(a.dtype) else floordiv(a, b)
+
+
+def _float_floor_divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """numpy's float ``a // b`` (``npy_divmod``): the quotient of ``a - fmod(a, b)``, exact
+    where ``floor(a / b)`` is not (``-0.5 // inf`` is -1, ``inf // 2`` is NaN, ``-3e-42 // 1.5``
+    is -1). Selects only, so it vectorizes."""
+    zero, one, half = (sop.const(v, a.dtype) for v in (0.0, 1.0, 0.5))
+    quotient = sop.true_div(a, b)
+    mod = sop.truncmod(a, b)  # a float Mod is C's fmod
+    # A nonzero (or NaN) remainder whose sign differs from the divisor's: one less.
+    adjust = logical_and(
+        sop.not_equal(mod, zero), sop.not_equal(sop.less(b, zero), sop.less(mod, zero))
+    )
+    exact = sop.true_div(sop.sub(a, mod), b)
+    div = select(adjust, sop.sub(exact, one), exact)
+    floor = T.floor(div)
+    floor = select(sop.greater(sop.sub(div, floor), half), sop.add(floor, one), floor)
+    # A zero quotient keeps the sign of a / b; a zero divisor gives a / b (inf or NaN).
+    result = select(sop.equal(div, zero), sop.mul(quotient, zero), floor)
+    return select(sop.equal(b, zero), quotient, result)
 
 
 def _power(a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -226,6 +226,13 @@ def _make_arg(name: str, better: Callable[[PrimExpr, PrimExpr], PrimExpr], worst
                     flat = flat_index(red, red_extents)
                     # Strictly better: the first occurrence wins ties, as numpy's does.
                     take = better(value, best[0])
+                    if is_float_dtype(x_dtype):
+                        # NaN beats every number and the first NaN wins, as in numpy (no
+                        # comparison with NaN is true, so `better` alone would skip it).
+                        first_nan = sop.logical_and(
+                            sop.not_equal(value, value), sop.equal(best[0], best[0])
+                        )
+                        take = sop.logical_or(take, first_nan)
                     return IfThenElse(
                         take, seq(BufferStore(best, value, zero), BufferStore(out, flat, idx))
                     )

@@ -10,26 +10,43 @@ instead of running LLVM again. An entry is keyed by the SHA-256 of
   editable install never serves stale code).
 
 An entry holds the bytes of :func:`relaxvm_llvm.serialize.dumps` (object code + signatures,
-data only, validated again on every read) and the optimized LLVM IR, compressed.
+data only, validated again on every read) and the optimized LLVM IR, compressed, followed by
+a tag: HMAC-SHA256 under the user's key (:mod:`relaxvm.security`, purpose
+:data:`TAG_PURPOSE`) of everything before it, key included.
+
+Trust. An entry is native code this process will run, so it is served only when
+
+* the cache directory is a real directory (not a symlink) owned by this user and not
+  writable by group or others, and the entry is a regular file (not a symlink) owned by this
+  user and not writable by group or others; otherwise a :class:`CacheTrustWarning` is issued
+  and the kernels are compiled without that directory (or the entry is dropped and replaced);
+* its tag verifies under the user's key (an entry written by anyone else, or under an older
+  key, is stale: dropped and replaced);
+* it is for what was asked: the key inside it, and the names and signatures of its kernels,
+  match the request.
 
 Environment variables (read at every build):
 
 ``RELAXVM_CACHE``
     ``0`` (or ``off``/``false``/``no``) disables the cache.
 ``RELAXVM_CACHE_DIR``
-    The directory (default ``$XDG_CACHE_HOME/relaxvm`` or ``~/.cache/relaxvm``).
+    The directory (default ``$XDG_CACHE_HOME/relaxvm`` or ``~/.cache/relaxvm``); entries
+    live in its ``llvm`` subdirectory, created with mode 0700.
 ``RELAXVM_CACHE_MAX_MB``
     Size bound in MiB (default 256); least recently used entries are evicted past it.
 
-The cache never makes a build fail: unreadable, truncated or corrupt entries are deleted and
-rebuilt, and a directory that cannot be written only disables storing.
+The cache never makes a build fail: unreadable, truncated, corrupt, stale or foreign entries
+are deleted and rebuilt, and a directory that cannot be written or trusted only disables the
+cache.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
+import stat
 import struct
 import threading
 import warnings
@@ -38,36 +55,58 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from relaxvm import security
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
 
 from . import jit
 from .codegen import CompiledObject
+from .errors import LLVMBuildError
+from .signature import KernelSignature, sanitize_symbol, signature_of
 
 __all__ = [
     "CACHE_FORMAT",
+    "TAG_PURPOSE",
+    "CacheTrustWarning",
     "CompileCache",
     "cache_key",
     "default_cache",
+    "expected_signatures",
     "reset_stats",
     "stats",
 ]
 
 #: Bump when the entry layout or the meaning of a key changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+#: What an entry's tag is made for (a tag of an export never verifies a cache entry).
+TAG_PURPOSE = b"relaxvm-llvm-cache-v1"
 DEFAULT_MAX_MB = 256
 _MAGIC = b"RVMCACHE"
 _PREFIX = struct.Struct("<8sIIQQ")  # magic, format, key length, module length, IR length
+_TAG = security.TAG_SIZE
 _SUFFIX = ".rvmc"
 _OFF = ("0", "off", "false", "no")
+_UNSAFE_MODE = stat.S_IWGRP | stat.S_IWOTH
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+# Entries are opened relative to a descriptor of the checked directory (POSIX only).
+_SAFE_OPEN = bool(_DIRECTORY and _NOFOLLOW) and os.open in os.supports_dir_fd
 
 _stats_lock = threading.Lock()
-_stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0}
+_stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0, "refused": 0}
+
+
+class CacheTrustWarning(RuntimeWarning):
+    """The compile cache refused a directory or entry that someone else could have written
+    (a symlink, another owner, group or world write access), or could not authenticate
+    entries; the kernels are compiled without it. The message says what and how to fix it."""
 
 
 def stats() -> dict[str, int]:
     """Counters of this process: ``hits``, ``misses``, ``stores``, ``evictions``, ``errors``
-    (corrupt entries dropped, failed writes)."""
+    (corrupt, stale or foreign entries dropped, failed writes) and ``refused`` (untrusted
+    directories and entries, with a :class:`CacheTrustWarning`)."""
     with _stats_lock:
         return dict(_stats)
 
@@ -82,6 +121,12 @@ def reset_stats() -> None:
 def _count(name: str) -> None:
     with _stats_lock:
         _stats[name] += 1
+
+
+def _refuse(message: str) -> None:
+    _count("refused")
+    # stacklevel 4: build() -> get()/put() -> check -> here; points at the caller of build.
+    warnings.warn(f"relaxvm compile cache: {message}", CacheTrustWarning, stacklevel=4)
 
 
 @cache
@@ -128,6 +173,28 @@ def cache_key(funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo) -> st
     return digest.hexdigest()
 
 
+def expected_signatures(funcs: Sequence[tuple[str, PrimFunc]]) -> tuple[KernelSignature, ...]:
+    """The signatures a build of ``funcs`` produces, without compiling anything (the symbols
+    are chosen as :func:`relaxvm_llvm.codegen.compile_prim_funcs` chooses them).
+
+    Raises
+    ------
+    LLVMBuildError
+        A kernel's signature cannot be derived (the build would fail the same way).
+    """
+    used: set[str] = set()
+    out = []
+    for name, func in funcs:
+        symbol = sanitize_symbol(name)
+        base, serial = symbol, 1
+        while symbol in used:
+            serial += 1
+            symbol = f"{base}_{serial}"
+        used.add(symbol)
+        out.append(signature_of(func, name, symbol)[0])
+    return tuple(out)
+
+
 def _default_directory() -> Path:
     explicit = os.environ.get("RELAXVM_CACHE_DIR")
     if explicit:
@@ -162,13 +229,22 @@ def default_cache() -> CompileCache | None:
     return CompileCache(_default_directory() / "llvm", _max_bytes())
 
 
+def _owner_problem(info: os.stat_result) -> str | None:
+    """Why a file or directory with this status could hold someone else's bytes, or None."""
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
+    if info.st_mode & _UNSAFE_MODE:
+        return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
 class CompileCache:
     """A directory of compiled kernel modules, one file per key.
 
     Parameters
     ----------
     directory : path-like
-        Where entries live (created on the first store).
+        Where entries live (created with mode 0700 on the first store).
     max_bytes : int
         Size bound; after a store, least recently used entries (by modification time, which
         a hit refreshes) are deleted until the total fits.
@@ -182,50 +258,153 @@ class CompileCache:
         """The file of ``key``."""
         return self.directory / f"{key}{_SUFFIX}"
 
-    def get(self, key: str) -> CompiledObject | None:
-        """The entry of ``key``, or None (a missing or corrupt entry; corrupt ones are
-        deleted)."""
-        path = self.path(key)
+    def _open_directory(self, create: bool) -> int | None:
+        """A descriptor of the directory once it is known to be this user's alone, or None
+        (missing, unusable, or refused with a :class:`CacheTrustWarning`).
+
+        Entries are then opened relative to the descriptor, so swapping the directory for
+        another after the check changes nothing.
+        """
+        if not _SAFE_OPEN:
+            return None  # no way to open entries relative to a checked directory here
+        if create:
+            try:
+                self.directory.parent.mkdir(parents=True, exist_ok=True)
+                self.directory.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                _count("errors")
+                return None
         try:
-            data = path.read_bytes()
-        except OSError:
+            fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(self.directory):
+                _refuse(
+                    f"{self.directory} is a symlink; not using it (kernels are compiled "
+                    "without the cache). Make it a real directory, or set RELAXVM_CACHE_DIR"
+                )
+            elif create:
+                _count("errors")
+            return None
+        problem = _owner_problem(os.fstat(fd))
+        if problem is not None:
+            os.close(fd)
+            _refuse(
+                f"{self.directory} {problem}; not using it (kernels are compiled without the "
+                f"cache). Run chmod 700 {self.directory} if it is yours, or set "
+                "RELAXVM_CACHE_DIR to a private directory"
+            )
+            return None
+        return fd
+
+    def get(
+        self, key: str, funcs: Sequence[tuple[str, PrimFunc]] | None = None
+    ) -> CompiledObject | None:
+        """The entry of ``key``, or None.
+
+        None for a missing entry; for an untrusted directory or entry (with a
+        :class:`CacheTrustWarning`); and for an entry that is corrupt, stale, not tagged with
+        the user's key, or, when ``funcs`` (the request) is given, not for exactly those
+        kernels with the signatures they compile to. Bad entries are deleted, so the next
+        store replaces them.
+        """
+        directory = self._open_directory(create=False)
+        if directory is None:
             _count("misses")
             return None
         try:
-            compiled = _decode(data, key)
-        except (ExecutableFormatError, ValueError, zlib.error, struct.error):
-            _count("errors")
-            _count("misses")
-            self.discard(key)
-            return None
-        try:
-            os.utime(path)  # mark as recently used for eviction
-        except OSError:
-            pass
+            try:
+                data = self._read(directory, key)
+            except OSError:  # unreadable (I/O error, removed meanwhile): rebuild
+                data = None
+            if data is None:
+                _count("misses")
+                return None
+            try:
+                compiled = _decode(data, key)
+                if funcs is not None:
+                    _check_request(compiled, funcs)
+            except security.KeyFileError as err:
+                _refuse(f"cannot authenticate entries ({err}); kernels are compiled without it")
+                _count("misses")
+                return None
+            except (ExecutableFormatError, LLVMBuildError, ValueError, zlib.error, struct.error):
+                _count("errors")
+                _count("misses")
+                _unlink(directory, key)
+                return None
+        finally:
+            os.close(directory)
         _count("hits")
         return compiled
 
+    def _read(self, directory: int, key: str) -> bytes | None:
+        """The bytes of a trusted entry file, or None (missing, refused or unreadable)."""
+        name = f"{key}{_SUFFIX}"
+        try:
+            # O_NONBLOCK: a FIFO in an entry's place must not hang the build.
+            flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(name, flags, dir_fd=directory)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                _refuse(f"entry {self.directory / name} is a symlink; ignored and replaced")
+                _unlink(directory, key)
+            return None
+        with os.fdopen(fd, "rb") as stream:
+            info = os.fstat(fd)
+            problem = "is not a regular file" if not stat.S_ISREG(info.st_mode) else None
+            problem = problem or _owner_problem(info)
+            if problem is not None:
+                _refuse(f"entry {self.directory / name} {problem}; ignored and replaced")
+                _unlink(directory, key)
+                return None
+            if info.st_size > max(self.max_bytes, _PREFIX.size + _TAG):
+                _count("errors")  # never stored by put(): not ours
+                _unlink(directory, key)
+                return None
+            data = stream.read()
+            try:
+                os.utime(fd)  # mark as recently used for eviction
+            except (OSError, NotImplementedError):
+                pass
+        return data
+
     def put(self, key: str, compiled: CompiledObject) -> bool:
-        """Store ``compiled`` under ``key`` atomically; False when it could not be written."""
+        """Store ``compiled`` under ``key`` atomically; False when it could not be written
+        (or the directory is refused, or no key can sign it)."""
         from .serialize import dumps
 
+        try:
+            security.user_key()
+        except security.KeyFileError as err:
+            _refuse(f"cannot sign entries ({err}); kernels are compiled without it")
+            return False
         data = _encode(key, dumps(compiled), compiled.llvm_ir)
         if len(data) > self.max_bytes:  # also: a bound of 0 stores nothing
             return False
-        temp = self.directory / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        directory = self._open_directory(create=True)
+        if directory is None:
+            return False
+        temp = f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with open(temp, "wb") as stream:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+            with os.fdopen(os.open(temp, flags, 0o600, dir_fd=directory), "wb") as stream:
                 stream.write(data)
-            # Readers see the old entry, no entry or the complete new one, never a partial.
-            os.replace(temp, self.path(key))
+            # Readers see the old entry, no entry or the complete new one, never a partial;
+            # a symlink or foreign file in the entry's place is replaced, not followed.
+            os.replace(temp, f"{key}{_SUFFIX}", src_dir_fd=directory, dst_dir_fd=directory)
         except OSError:
             _count("errors")
             try:
-                temp.unlink()
+                os.unlink(temp, dir_fd=directory)
             except OSError:
                 pass
             return False
+        finally:
+            os.close(directory)
         _count("stores")
         self.evict()
         return True
@@ -246,7 +425,7 @@ class CompileCache:
                     if not entry.name.endswith(_SUFFIX):
                         continue
                     try:
-                        st = entry.stat()
+                        st = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue  # removed by another process meanwhile
                     found.append((st.st_mtime, st.st_size, Path(entry.path)))
@@ -285,26 +464,50 @@ class CompileCache:
                 pass
 
 
+def _unlink(directory: int, key: str) -> None:
+    try:
+        os.unlink(f"{key}{_SUFFIX}", dir_fd=directory)
+    except OSError:
+        pass
+
+
 def _encode(key: str, module: bytes, llvm_ir: str) -> bytes:
     raw_key = key.encode("ascii")
     text = zlib.compress(llvm_ir.encode("utf-8"), 1)
     prefix = _PREFIX.pack(_MAGIC, CACHE_FORMAT, len(raw_key), len(module), len(text))
-    return prefix + raw_key + module + text
+    body = b"".join((prefix, raw_key, module, text))
+    return body + security.sign(body, purpose=TAG_PURPOSE)
 
 
 def _decode(data: bytes, key: str) -> CompiledObject:
-    """Parse an entry; raises ValueError (or the serializer's errors) when it is bad."""
+    """Parse an entry; raises ValueError (or the serializer's errors) when it is bad, and
+    KeyFileError when the user's key is unavailable."""
     from .serialize import loads
 
     magic, version, key_size, module_size, text_size = _PREFIX.unpack_from(data)
     if magic != _MAGIC or version != CACHE_FORMAT:
         raise ValueError("not a cache entry of this format")
+    body = data[:-_TAG]
+    if len(data) < _PREFIX.size + _TAG or not security.verify(
+        body, data[-_TAG:], purpose=TAG_PURPOSE
+    ):
+        # Written by someone else, under another key, or damaged: never served.
+        raise ValueError("the entry's tag does not verify under the user's key")
     start = _PREFIX.size
-    if start + key_size + module_size + text_size != len(data):
+    if start + key_size + module_size + text_size != len(body):
         raise ValueError("truncated or padded entry")
-    if data[start : start + key_size] != key.encode("ascii"):
+    if body[start : start + key_size] != key.encode("ascii"):
         raise ValueError("the entry belongs to another key")
     start += key_size
-    compiled = loads(data[start : start + module_size])
-    llvm_ir = zlib.decompress(data[start + module_size :]).decode("utf-8")
+    compiled = loads(body[start : start + module_size])
+    llvm_ir = zlib.decompress(body[start + module_size :]).decode("utf-8")
     return CompiledObject(compiled.object_code, compiled.signatures, compiled.info, llvm_ir)
+
+
+def _check_request(compiled: CompiledObject, funcs: Sequence[tuple[str, PrimFunc]]) -> None:
+    """Raise ValueError unless ``compiled`` holds exactly the kernels ``funcs`` compile to."""
+    names = [name for name, _ in funcs]
+    if [s.name for s in compiled.signatures] != names:
+        raise ValueError("the entry holds other kernels than the ones asked for")
+    if compiled.signatures != expected_signatures(funcs):
+        raise ValueError("the entry's kernel signatures differ from the request's")

@@ -8,8 +8,8 @@ contiguous vector access; anything else becomes a gather or scatter. Outside vec
 every value is a scalar.
 
 Semantics follow the reference interpreter: ``//`` and ``%`` round toward negative infinity
-(signed ints and floats), ``Div``/``Mod`` truncate, ``min``/``max`` return the first operand
-unless the second is strictly smaller/greater (so NaN propagates like Python's ``min``), a float
+(signed ints and floats), ``Div``/``Mod`` truncate, float ``min``/``max`` are numpy's (NaN in
+either operand wins; see :func:`.codegen_math.float_max`), a float
 cast to ``bool`` is true for NaN, and ``if_then_else`` evaluates only the chosen branch.
 """
 
@@ -48,10 +48,11 @@ from relaxvm.ir import (
     Var,
 )
 from relaxvm.ir.tir import BufferLoad, Call
+from relaxvm.ir.tir.intrin import CheckIndex
 from relaxvm.ir.tir.intrin import IfThenElse as IfThenElseCall
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
-from .codegen_math import emit_math_call
+from .codegen_math import emit_math_call, float_max, float_min
 from .codegen_memory import MemoryCodegen
 from .errors import LLVMBuildError
 from .lltypes import (
@@ -69,6 +70,8 @@ from .lltypes import (
     mem_type,
     needs_branch,
 )
+
+_INT64 = DataType("int64")
 
 __all__ = [
     "I1",
@@ -157,6 +160,8 @@ class ExprCodegen(MemoryCodegen):
             return self.emit_load(expr)
         if isinstance(expr, IfThenElseCall):
             return self._if_then_else(expr)
+        if isinstance(expr, CheckIndex):
+            return self._check_index(expr)
         if isinstance(expr, Call):
             return self._call(expr)
         if isinstance(expr, Select):
@@ -234,9 +239,9 @@ class ExprCodegen(MemoryCodegen):
                 differ = b.xor(b.fcmp_ordered("<", rem, zero), b.fcmp_ordered("<", y, zero))
                 return b.select(b.and_(nonzero, differ), b.fadd(rem, y), rem)
             if op is Min:
-                return b.select(b.fcmp_ordered("<", y, x), y, x)
+                return float_min(b, x, y)
             if op is Max:
-                return b.select(b.fcmp_ordered(">", y, x), y, x)
+                return float_max(b, x, y)
         elif is_int(dtype):
             signed = is_signed(dtype)
             # nsw on 64-bit index arithmetic lets LLVM reason about addresses; narrower types
@@ -397,6 +402,38 @@ class ExprCodegen(MemoryCodegen):
 
     def _call(self, expr: Call) -> Lane:
         return emit_math_call(self, expr)
+
+    def _check_index(self, expr: CheckIndex) -> Lane:
+        """The wrapped index, or an early ``return CHECK_FAILED_STATUS`` after reporting the
+        op, axis, index and extent through the runtime callback (a cold branch)."""
+        from .checks import CHECK_FAILED_STATUS, INDEX_ERROR_SYMBOL, UNSIGNED_INDEX_FLAG
+
+        returns_status = self.builder.function.function_type.return_type == I32
+        if self.lanes != 1 or not returns_status:
+            raise self.error(
+                f"`{expr}` must run in the kernel's own serial code (not in a vectorized or "
+                "parallel loop): a failed check returns the kernel's status"
+            )
+        index_expr, extent_expr, axis, op_code = expr.args
+        b = self.builder
+        index = self.cast_value(self.scalar(index_expr), index_expr.dtype, _INT64)
+        extent = self.scalar(extent_expr)
+        zero = ir.Constant(I64, 0)
+        code = int(op_code.value)  # type: ignore[attr-defined]
+        if is_signed(index_expr.dtype):
+            negative = b.icmp_signed("<", index, zero)
+            wrapped = b.select(negative, b.add(index, extent), index)
+        else:
+            wrapped, code = index, code | UNSIGNED_INDEX_FLAG
+        # One unsigned compare covers both ends: a wrapped index still below 0 is huge.
+        in_range = b.icmp_unsigned("<", wrapped, extent)
+        with b.if_then(b.not_(in_range), likely=False):
+            report = self.declare(INDEX_ERROR_SYMBOL, ir.VoidType(), [I64] * 4)
+            op_value = ir.Constant(I64, code)
+            axis_value = ir.Constant(I64, int(axis.value))  # type: ignore[attr-defined]
+            b.call(report, [op_value, axis_value, index, extent])
+            b.ret(ir.Constant(I32, CHECK_FAILED_STATUS))
+        return Lane(Lane.SCALAR, wrapped)
 
     def _if_then_else(self, expr: Call) -> Lane:
         cond_expr, then_expr, else_expr = expr.args

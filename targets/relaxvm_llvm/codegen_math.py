@@ -21,7 +21,7 @@ from relaxvm.runtime.dtype import DataType
 
 from .lltypes import I32, Lane, llvm_type
 
-__all__ = ["emit_math_call", "exp_f32"]
+__all__ = ["emit_math_call", "exp_f32", "float_max", "float_min"]
 
 _LN2_HI = 0.693359375  # few significant bits: n * _LN2_HI is exact
 _LN2_LO = math.log(2.0) - _LN2_HI
@@ -32,6 +32,25 @@ def _const(ty: ir.Type, value: float) -> Any:
     if isinstance(ty, ir.VectorType):
         return ir.Constant(ty, [value] * ty.count)
     return ir.Constant(ty, value)
+
+
+def float_max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """numpy's ``maximum(x, y)`` on float scalars or vectors: NaN when either is NaN.
+
+    LLVM's ``maxnum`` drops NaN, and ``llvm.maximum`` has no x86 lowering in llvmlite's LLVM
+    for every type (see reference/llvmlite_notes.md), so this is a compare and two selects:
+    ``y`` when it is NaN or larger, else ``x`` (``x`` on ties: ``max(-0.0, 0.0)`` is -0.0 as
+    in numpy). x86 turns the inner select into ``maxps`` and the outer into a blend, in
+    vectorized loops too. A reduction's ``acc = max(acc, v)`` keeps a NaN once it holds one.
+    """
+    larger = b.select(b.fcmp_ordered(">", y, x), y, x)
+    return b.select(b.fcmp_unordered("uno", y, y), y, larger)
+
+
+def float_min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """numpy's ``minimum(x, y)``: NaN when either is NaN (see :func:`float_max`)."""
+    smaller = b.select(b.fcmp_ordered("<", y, x), y, x)
+    return b.select(b.fcmp_unordered("uno", y, y), y, smaller)
 
 
 def exp_f32(gen: Any, x: ir.Value) -> ir.Value:

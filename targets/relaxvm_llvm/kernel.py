@@ -11,11 +11,27 @@ about 1 µs for three arguments, half of it the ctypes call), behind it a genera
 numpy arrays, mixed arguments and strided buffers, and behind both a slow path that
 re-examines the arguments and raises a precise error naming the kernel, the parameter and
 the dimension. Every path checks everything; a faster one only hands unusual arguments on.
+
+What would corrupt memory or give a silently wrong result is refused before native code runs:
+
+* an **output** (a buffer the kernel writes, :attr:`BufferParam.written`) that is a read-only
+  array (``flags.writeable`` false, e.g. ``np.frombuffer(bytes)``) or has non-native byte
+  order raises :class:`~relaxvm.errors.VMValueError` naming the kernel and the parameter;
+* an **input** with non-native byte order (``>f4`` on a little-endian machine) is converted:
+  the kernel reads a native-order copy, documented behaviour like numpy's ufuncs;
+* for a ``noalias`` kernel (the default), an output whose bytes overlap any other buffer
+  argument raises :class:`~relaxvm.errors.VMValueError` (the native code assumes its
+  arguments never alias, so an overlap gives wrong results). Inputs may overlap each other.
+
+Tensors the VM allocates are native-order and writable, so the Tensor path only checks each
+output against the other arguments: the same Storage object (one ``is``), then overlapping
+byte offsets. The other paths compare addresses.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any
 
 import numpy as np
@@ -24,6 +40,8 @@ from relaxvm.errors import VMTypeError, VMValueError
 from relaxvm.runtime.dtype import DataType
 from relaxvm.runtime.tensor import Tensor
 
+from .argcheck import byte_span, checks_overlap, native_buffer, overlap_pairs, overlaps
+from .checks import take_check_error
 from .errors import KernelRuntimeError
 from .parallel import take_last_error
 from .signature import BufferParam, KernelSignature, ScalarParam, expr_source, expr_text
@@ -116,6 +134,9 @@ class Kernel:
             "_truncmod": _truncmod,
             "_int": int,
         }
+        overlap = checks_overlap(sig)
+        if overlap:
+            consts["_span"] = byte_span
         # Scalar parameters first: a shape variable that is also a parameter must agree with it.
         order = sorted(range(len(sig.params)), key=lambda k: isinstance(sig.params[k], BufferParam))
         for k in order:
@@ -138,13 +159,28 @@ class Kernel:
                 f"        if {a}.device.device_type != {_CPU}: return _slow(args)",
                 f"        s = {a}.shape",
                 f"        p{k} = {a}.storage.data_ptr + {a}.byte_offset",
+            ]
+            lines += [
                 f"    elif type({a}) is _ndarray:",
+                # N{k} is the native-order dtype: other byte orders differ and go slow.
                 f"        if {a}.dtype is not N{k} and {a}.dtype != N{k}: return _slow(args)",
                 f"        s = {a}.shape",
                 f"        p{k} = {a}.ctypes.data",
+            ]
+            if param.written:
+                lines.append(f"        if not {a}.flags.writeable: return _slow(args)")
+            lines += [
                 "    else: return _slow(args)",
                 f"    if len(s) != {param.ndim}: return _slow(args)",
             ]
+            if overlap and param.strides is None:  # compact (arrays: C-contiguous, below)
+                # The size from the shape: Tensor.nbytes is a property doing math.prod.
+                size = " * ".join(
+                    [*(f"s[{dim}]" for dim in range(param.ndim)), str(dtype.itemsize)]
+                )
+                lines.append(f"    lo{k} = p{k}; hi{k} = p{k} + {size}")
+            elif overlap:
+                lines.append(f"    lo{k}, hi{k} = _span({a})")
             if param.strides is None:
                 lines.append(
                     f"    if type({a}) is _ndarray and not {a}.flags.c_contiguous: return _slow(args)"
@@ -178,6 +214,11 @@ class Kernel:
             if param.elem_offset != 0:
                 deferred.append(f"    if {expr_source(param.elem_offset)} != 0: return _slow(args)")
         lines += deferred
+        if overlap:
+            lines += [
+                f"    if lo{k} < hi{j} and lo{j} < hi{k}: return _slow(args)"
+                for k, j in overlap_pairs(sig)
+            ]
         var_args = [f"v[{i}]" for i in range(nvars)]
         lines.append(f"    _done(_cfunc({', '.join(ptrs + var_args)}))")
         namespace = dict(consts)
@@ -220,6 +261,8 @@ class Kernel:
         bound: set[int] = set()
         deferred: list[str] = []
         ptrs: list[str] = []
+        overlap = checks_overlap(sig)
+        size: dict[int, str] = {}  # byte size of each buffer argument (source)
         order = sorted(range(count), key=lambda k: isinstance(sig.params[k], BufferParam))
         for k in order:
             param = sig.params[k]
@@ -258,10 +301,34 @@ class Kernel:
             if param.elem_offset != 0:
                 source = expr_source(param.elem_offset, "v", local=True)
                 deferred.append(f"    if {source} != 0: {fallback}")
-            ptrs.append(f"{a}.storage.data_ptr + {a}.byte_offset")
+            if overlap:
+                lines.append(f"    t{k} = {a}.storage")
+                ptrs.append(f"t{k}.data_ptr + {a}.byte_offset")
+                # The byte size from the signature (the shape checks make it exact): constant
+                # extents folded, symbolic ones as the local variables already bound.
+                factor = DataType(param.dtype).itemsize
+                factor *= math.prod(e for e in param.shape if isinstance(e, int))
+                symbolic = [
+                    expr_source(e, "v", local=True) for e in param.shape if not isinstance(e, int)
+                ]
+                size[k] = (
+                    " * ".join([*symbolic, str(factor)]) if factor and symbolic else str(factor)
+                )
+            else:
+                ptrs.append(f"{a}.storage.data_ptr + {a}.byte_offset")
         if len(bound) != len(sig.var_names):
             return  # a variable bound only by strides: leave it to the general caller
         lines += deferred
+        # Storage identity first (one `is` per pair in the common case), then byte ranges:
+        # overlap iff -size_k < offset_k - offset_j < size_j. The general caller compares
+        # addresses instead, which also catches two Storage objects viewing one block (only
+        # vm.builtin.ensure_zero_offset makes those, never for a kernel's in/out pair).
+        for k, j in overlap_pairs(sig) if overlap else ():
+            if size[k] != "0" and size[j] != "0":  # empty tensors never overlap
+                lines.append(
+                    f"    if t{k} is t{j} and -({size[k]}) < a{k}.byte_offset - a{j}.byte_offset "
+                    f"< {size[j]}: {fallback}"
+                )
         args = ", ".join(ptrs + [f"v{i}" for i in range(len(sig.var_names))])
         lines += [f"    status = _cfunc({args})", "    if status: _fail(status)"]
         namespace = dict(consts)
@@ -270,6 +337,9 @@ class Kernel:
 
     def _check_status(self, status: int) -> None:
         if status != 0:
+            failed = take_check_error()  # a user index out of range: the interpreter's error
+            if failed is not None:
+                raise failed
             error = take_last_error()
             message = f"kernel {self.signature.name!r} failed (status {status})"
             if error is not None:
@@ -280,14 +350,20 @@ class Kernel:
     def _slow_call(self, args: tuple[Any, ...]) -> None:
         """Validate with precise errors; call when the arguments turn out to be fine
         (numpy integer scalars, for instance, take this path)."""
-        values = self._diagnose(args)
-        pointers = []
-        for param, arg in zip(self.signature.params, args, strict=True):
-            if isinstance(param, BufferParam):
-                pointers.append(arg.data_ptr if isinstance(arg, Tensor) else arg.ctypes.data)
+        values, buffers = self._diagnose(args)
+        # ``buffers`` holds any native-order copies of inputs: alive until the call returns.
+        pointers = [arg.data_ptr if isinstance(arg, Tensor) else arg.ctypes.data for arg in buffers]
         self._check_status(self._cfunc(*pointers, *values))
 
-    def _diagnose(self, args: tuple[Any, ...]) -> list[int]:
+    def _diagnose(self, args: tuple[Any, ...]) -> tuple[list[int], list[Any]]:
+        """Check every argument; return the variable values and the buffer arguments to
+        pass (in parameter order; a non-native-order input replaced by a native copy).
+
+        Raises
+        ------
+        VMTypeError, VMValueError
+            Naming the kernel, the parameter and what is wrong.
+        """
         sig = self.signature
         where = f"kernel {sig.name!r}"
         if len(args) != len(sig.params):
@@ -298,6 +374,8 @@ class Kernel:
         values: list[int | None] = [None] * len(sig.var_names)
         origin: dict[int, str] = {}
         checks: list[tuple[str, Any, int, str]] = []
+        buffers: dict[int, Any] = {}
+        position = {id(p): k for k, p in enumerate(sig.params)}
         pairs = sorted(
             zip(sig.params, args, strict=True), key=lambda p: isinstance(p[0], BufferParam)
         )
@@ -317,6 +395,8 @@ class Kernel:
                 values[param.var] = int(arg)
                 origin[param.var] = f"scalar parameter {param.name!r}"
                 continue
+            arg = native_buffer(where, param, arg)
+            buffers[position[id(param)]] = arg
             shape, strides = self._inspect(where, param, arg)
             for dim, extent in enumerate(param.shape):
                 actual = shape[dim]
@@ -350,7 +430,18 @@ class Kernel:
                     f"{where}: {what} must be `{text}` = {value}{source}, but the argument has "
                     f"{actual} (shape/strides {full})"
                 )
-        return [int(value) for value in values]  # type: ignore[arg-type]
+        if checks_overlap(sig):
+            for k, j in overlap_pairs(sig):
+                if overlaps(buffers[k], buffers[j]):
+                    out, other = sig.params[k].name, sig.params[j].name
+                    raise VMValueError(
+                        f"{where}: output parameter {out!r} overlaps parameter {other!r} in "
+                        "memory; the kernel's buffer parameters are noalias, so the result "
+                        f"would be wrong: write {out!r} into a separate array (or pass a copy "
+                        f"of {other!r})"
+                    )
+        ints = [int(value) for value in values]  # type: ignore[arg-type]
+        return ints, [buffers[k] for k in sorted(buffers)]
 
     def _inspect(self, where: str, param: BufferParam, arg: Any) -> tuple[Any, Any]:
         dtype = DataType(param.dtype)

@@ -1,40 +1,72 @@
 """The byte format of compiled LLVM kernel modules (what ``export_library`` stores).
 
-Layout (integers little-endian)::
+Layout (integers little-endian), format version 2::
 
     8 bytes   magic b"RVMLLVM\\0"
     u32       format version (FORMAT_VERSION)
     u32       header length H
     H bytes   header: UTF-8 JSON (target triple, CPU, features, fast-math flags, LLVM
-              version, object size and SHA-256, kernel signatures); data only, no pickle
-    rest      the ELF object file emitted by LLVM
+              version, object size and SHA-256, TIR size, kernel signatures); data only
+    T bytes   the kernels' TIR as strict JSON (:mod:`relaxvm_llvm.tir_data`); T = tir_size,
+              0 when the kernels could not be encoded
+    O bytes   the ELF object file emitted by LLVM; O = object_size
+    32 bytes  tag: HMAC-SHA256 under the user's key (:mod:`relaxvm.security`, purpose
+              :data:`TAG_PURPOSE`) of every byte before it
 
-Loading checks everything before any code is linked: magic, version, lengths, the object's
-SHA-256, the signatures' structure, the triple and that the host CPU has every feature the
-code was compiled for. Any failure raises :class:`relaxvm.errors.ExecutableFormatError`.
+:func:`loads` validates everything (magic, version, sizes, header fields, symbol names, a
+strict pattern for CPU and feature strings, the triple, the CPU's features) before anything
+reaches LLVM, and says whether the tag verifies. Whether the object code is then used or the
+kernels are rebuilt from the TIR is :func:`relaxvm_llvm.target.load`'s decision; see
+``docs/security.md``. Any failure raises :class:`relaxvm.errors.ExecutableFormatError`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
 
+from relaxvm import security
 from relaxvm.errors import ExecutableFormatError
 
 from . import jit
 from .codegen import CompiledObject
 from .signature import KernelSignature
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "check_cpu", "dumps", "loads"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAGIC",
+    "TAG_PURPOSE",
+    "LoadedData",
+    "check_cpu",
+    "check_target_strings",
+    "dumps",
+    "loads",
+    "read",
+]
 
 MAGIC = b"RVMLLVM\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: What the tag is made for: a tag of any other relaxvm data never verifies a kernel library.
+TAG_PURPOSE = b"relaxvm-llvm-kernels-v2"
 _PREFIX = struct.Struct("<8sII")
+_TAG = security.TAG_SIZE
 _MAX_HEADER = 64 << 20
+_MAX_KERNELS = 100_000
+
+# Everything that reaches LLVM's target machine is held to these patterns first: LLVM aborts
+# the process on some malformed strings (a feature without +/-), and a name is all it needs.
+_CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+_FEATURE = re.compile(r"[+\-][A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+_TRIPLE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
+_SYMBOL = re.compile(r"__rvm_[A-Za-z0-9_]{1,512}\Z")
+_FASTMATH = frozenset(("reassoc", "contract", "nsz", "arcp", "afn"))
 
 #: Features implied by the generic x86-64 micro-architecture levels.
 _V2 = {"sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sahf"}
@@ -49,8 +81,32 @@ _IMPLIED: dict[str, set[str]] = {
 }
 
 
-def dumps(compiled: CompiledObject) -> bytes:
-    """Serialize compiled kernels (object code plus signatures and target description)."""
+@dataclass(frozen=True)
+class LoadedData:
+    """What :func:`loads` found: validated kernels, their TIR and whether the tag verified.
+
+    Attributes
+    ----------
+    compiled : CompiledObject
+        Object code, signatures and target description (validated, not yet linked).
+    tir : bytes
+        The kernels' TIR (empty when the file carries none).
+    authentic : bool
+        The tag verifies under this user's key: the object code is what a compiler this
+        user trusts produced.
+    """
+
+    compiled: CompiledObject
+    tir: bytes
+    authentic: bool
+
+
+def dumps(compiled: CompiledObject, tir: bytes = b"") -> bytes:
+    """Serialize compiled kernels and their TIR, tagged with the user's key.
+
+    Without a usable key (:class:`relaxvm.security.KeyFileError`) the tag is left blank with
+    a warning: the file still loads, by rebuilding its kernels from the TIR.
+    """
     info = compiled.info
     header = {
         "format_version": FORMAT_VERSION,
@@ -61,10 +117,46 @@ def dumps(compiled: CompiledObject) -> bytes:
         "llvm_version": ".".join(map(str, llvm.llvm_version_info)),
         "object_size": len(compiled.object_code),
         "object_sha256": hashlib.sha256(compiled.object_code).hexdigest(),
+        "tir_size": len(tir),
         "kernels": [s.to_json() for s in compiled.signatures],
     }
     raw = json.dumps(header, sort_keys=True).encode("utf-8")
-    return _PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw)) + raw + compiled.object_code
+    body = b"".join((_PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw)), raw, tir, compiled.object_code))
+    try:
+        tag = security.sign(body, purpose=TAG_PURPOSE)
+    except security.KeyFileError as err:
+        warnings.warn(
+            f"relaxvm: kernels exported without a tag ({err}); loading them will rebuild the "
+            "kernels from their TIR",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        tag = bytes(_TAG)
+    return body + tag
+
+
+def check_target_strings(triple: str, cpu: str, features: str) -> None:
+    """Refuse triple, CPU and feature strings outside the strict patterns LLVM may see.
+
+    Raises
+    ------
+    ExecutableFormatError
+        Naming the offending string.
+    """
+    if not _TRIPLE.match(triple):
+        raise ExecutableFormatError(f"llvm module: malformed target triple {triple[:80]!r}")
+    if not _CPU.match(cpu):
+        raise ExecutableFormatError(f"llvm module: malformed CPU name {cpu[:80]!r}")
+    if features:
+        entries = features.split(",")
+        if len(entries) > 4096:
+            raise ExecutableFormatError("llvm module: too many CPU features")
+        for entry in entries:
+            if not _FEATURE.match(entry):
+                raise ExecutableFormatError(
+                    f"llvm module: malformed CPU feature {entry[:80]!r} (each feature is "
+                    "+name or -name)"
+                )
 
 
 def check_cpu(cpu: str, features: str) -> None:
@@ -95,12 +187,30 @@ def check_cpu(cpu: str, features: str) -> None:
 
 
 def loads(data: bytes) -> CompiledObject:
-    """Parse and validate serialized kernels (no code is linked or run here).
+    """Parse and validate serialized kernels, and check that this host has every CPU
+    feature their object code needs; whether their tag verifies is not checked here (see
+    :func:`read`, which says so). No code is linked or run.
 
     Raises
     ------
     ExecutableFormatError
-        Truncated, tampered, foreign or wrong-version data, or code for another CPU.
+        As :func:`read`, or code built for a CPU whose features this host lacks.
+    """
+    compiled = read(data, authenticate=False).compiled
+    check_cpu(compiled.info.cpu, compiled.info.features)
+    return compiled
+
+
+def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
+    """Parse and validate serialized kernels and check their tag (no code is linked or run).
+
+    The CPU and features are checked against strict patterns, not against this host:
+    :func:`check_cpu` is for callers about to link the object code.
+
+    Raises
+    ------
+    ExecutableFormatError
+        Truncated, corrupted, foreign or wrong-version data, or strings LLVM must not see.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ExecutableFormatError(f"llvm module: expected bytes, got {type(data).__name__}")
@@ -113,12 +223,18 @@ def loads(data: bytes) -> CompiledObject:
     if magic != MAGIC:
         raise ExecutableFormatError("llvm module: not relaxvm LLVM kernel data (bad magic)")
     if version != FORMAT_VERSION:
+        hint = (
+            " (version 1 files carry no TIR and no tag, so their object code cannot be "
+            "trusted; export the model again)"
+            if version == 1
+            else ""
+        )
         raise ExecutableFormatError(
             f"llvm module: format version {version}, but this relaxvm reads version "
-            f"{FORMAT_VERSION}; rebuild the module"
+            f"{FORMAT_VERSION}; rebuild the module{hint}"
         )
     start = _PREFIX.size
-    if header_size > _MAX_HEADER or start + header_size > len(data):
+    if header_size > _MAX_HEADER or start + header_size + _TAG > len(data):
         raise ExecutableFormatError(
             f"llvm module: truncated data (header of {header_size} bytes announced, "
             f"{len(data) - start} bytes present)"
@@ -128,26 +244,45 @@ def loads(data: bytes) -> CompiledObject:
         if not isinstance(header, dict):
             raise ValueError("the header is not an object")
         fields = _fields(header)
+    except RecursionError:
+        raise ExecutableFormatError("llvm module: malformed header: nested too deeply") from None
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:
         raise ExecutableFormatError(f"llvm module: malformed header: {err}") from None
-    obj = data[start + header_size :]
-    if len(obj) != fields["object_size"]:
+    tir_start = start + header_size
+    obj_start = tir_start + fields["tir_size"]
+    body_end = len(data) - _TAG
+    if obj_start + fields["object_size"] != body_end:
         raise ExecutableFormatError(
-            f"llvm module: truncated or padded object code ({len(obj)} bytes, header says "
-            f"{fields['object_size']})"
+            f"llvm module: truncated or padded data ({body_end - tir_start} bytes of TIR and "
+            f"object code, header says {fields['tir_size']} + {fields['object_size']})"
         )
+    obj = data[obj_start:body_end]
     if hashlib.sha256(obj).hexdigest() != fields["object_sha256"]:
         raise ExecutableFormatError(
             "llvm module: the object code does not match its checksum (corrupted or tampered)"
         )
+    check_target_strings(fields["triple"], fields["cpu"], fields["features"])
     if fields["triple"] != jit.process_triple():
         raise ExecutableFormatError(
             f"llvm module: compiled for {fields['triple']!r}, this process is "
             f"{jit.process_triple()!r}"
         )
-    check_cpu(fields["cpu"], fields["features"])
+    authentic = False
+    if authenticate:
+        try:
+            authentic = security.verify(data[:body_end], data[body_end:], purpose=TAG_PURPOSE)
+        except security.KeyFileError:
+            pass  # no usable key: nothing verifies, the kernels are rebuilt
     info = jit.TargetInfo(fields["cpu"], fields["features"], tuple(fields["fastmath"]))
-    return CompiledObject(obj, fields["kernels"], info)
+    compiled = CompiledObject(obj, fields["kernels"], info)
+    return LoadedData(compiled, data[tir_start:obj_start], authentic)
+
+
+def _size(header: dict[str, Any], key: str) -> int:
+    size = header[key]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"{key} must be a non-negative int")
+    return size
 
 
 def _fields(header: dict[str, Any]) -> dict[str, Any]:
@@ -158,18 +293,19 @@ def _fields(header: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(header[key], str):
             raise TypeError(f"{key} must be a string")
         out[key] = header[key]
-    size = header["object_size"]
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise ValueError("object_size must be a non-negative int")
-    out["object_size"] = size
+    out["object_size"] = _size(header, "object_size")
+    out["tir_size"] = _size(header, "tir_size")
     fastmath = header["fastmath"]
-    if not isinstance(fastmath, list) or not all(isinstance(f, str) for f in fastmath):
-        raise TypeError("fastmath must be a list of strings")
+    if not isinstance(fastmath, list) or not all(f in _FASTMATH for f in fastmath):
+        raise TypeError(f"fastmath must be a list of {sorted(_FASTMATH)}")
     out["fastmath"] = fastmath
     kernels = header["kernels"]
-    if not isinstance(kernels, list):
-        raise TypeError("kernels must be a list")
+    if not isinstance(kernels, list) or len(kernels) > _MAX_KERNELS:
+        raise TypeError(f"kernels must be a list of at most {_MAX_KERNELS}")
     signatures = tuple(KernelSignature.from_json(k) for k in kernels)
+    for s in signatures:
+        if not _SYMBOL.match(s.symbol):
+            raise ValueError(f"kernel {s.name[:80]!r}: malformed symbol {s.symbol[:80]!r}")
     if len({s.symbol for s in signatures}) != len(signatures):
         raise ValueError("two kernels share a symbol")
     if len({s.name for s in signatures}) != len(signatures):

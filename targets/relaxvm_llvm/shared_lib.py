@@ -16,7 +16,11 @@ size); with a bare ``ld`` it is an LLVM-emitted data object (about 0.13 s per MB
 
 ``relaxvm.load_module("model.so")`` never ``dlopen``\\ s the file: it reads the
 ``relaxvm_exec`` section as data and loads the embedded executable exactly as a ``.rvm``
-file, with the same checks (format version, CPU features, checksums).
+file, with the same checks (format version, CPU features, checksums) and the same trust
+model: the embedded kernel library's object code is linked only when its tag verifies under
+the user's key, else the kernels are rebuilt from its TIR (``docs/security.md``). The
+``.text`` linked into the library is never used by relaxvm; whoever ``dlopen``\\ s the
+library runs it, so only a trusted library may be opened that way.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ The native calling convention follows from it::
 with one data pointer per buffer parameter (in parameter order) and one ``i64`` per symbolic
 variable (scalar parameters and variables bound from buffer shapes or strides, in
 :attr:`KernelSignature.var_names` order). The return value is 0 on success.
+
+The signature also records which buffers the kernel writes (:attr:`BufferParam.written`: the
+kernel's body stores into them) and whether its buffer arguments are ``noalias``
+(:attr:`KernelSignature.noalias`, TVM's ``tir.noalias``, true by default), so a direct call
+can refuse read-only outputs and outputs overlapping another argument before native code
+runs. Data without these fields (older exports) reads as "every buffer written, noalias",
+the conservative choice.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from relaxvm.ir import (
     Sub,
     Var,
 )
-from relaxvm.ir.tir import PrimFunc
+from relaxvm.ir.tir import BufferStore, PrimFunc, StmtVisitor
 from relaxvm.runtime.dtype import DataType
 
 from .errors import LLVMBuildError
@@ -68,13 +75,15 @@ ExprData = Any  # int | list
 
 @dataclass(frozen=True)
 class BufferParam:
-    """A buffer parameter: element type, shape, strides (None: compact) and offset."""
+    """A buffer parameter: element type, shape, strides (None: compact), offset, and whether
+    the kernel writes it (an output; unknown counts as written)."""
 
     name: str
     dtype: str
     shape: tuple[ExprData, ...]
     strides: tuple[ExprData, ...] | None
     elem_offset: ExprData
+    written: bool = True
 
     @property
     def ndim(self) -> int:
@@ -100,6 +109,8 @@ class KernelSignature:
     params: tuple[BufferParam | ScalarParam, ...]
     var_names: tuple[str, ...]
     var_dtypes: tuple[str, ...]
+    #: Buffer arguments never overlap (the native code assumes so: LLVM ``noalias``).
+    noalias: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-compatible dict (see :meth:`from_json`)."""
@@ -114,6 +125,7 @@ class KernelSignature:
                         "shape": list(p.shape),
                         "strides": None if p.strides is None else list(p.strides),
                         "elem_offset": p.elem_offset,
+                        "written": p.written,
                     }
                 )
             else:
@@ -124,6 +136,7 @@ class KernelSignature:
             "params": params,
             "var_names": list(self.var_names),
             "var_dtypes": list(self.var_dtypes),
+            "noalias": self.noalias,
         }
 
     @classmethod
@@ -151,7 +164,8 @@ class KernelSignature:
                     if len(strides) != len(shape):
                         raise ValueError("strides and shape differ in length")
                 offset = _check_expr(p["elem_offset"], nvars)
-                params.append(BufferParam(_str(p["name"]), dtype, shape, strides, offset))
+                written = _bool(p.get("written", True), "written")
+                params.append(BufferParam(_str(p["name"]), dtype, shape, strides, offset, written))
             elif p["kind"] == "scalar":
                 var = p["var"]
                 if not isinstance(var, int) or not 0 <= var < nvars:
@@ -162,7 +176,14 @@ class KernelSignature:
         symbol = _str(data["symbol"])
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", symbol):
             raise ValueError(f"bad symbol {symbol!r}")
-        return cls(_str(data["name"]), symbol, tuple(params), var_names, var_dtypes)
+        noalias = _bool(data.get("noalias", True), "noalias")
+        return cls(_str(data["name"]), symbol, tuple(params), var_names, var_dtypes, noalias)
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, got {type(value).__name__}")
+    return value
 
 
 def _str(value: Any) -> str:
@@ -253,6 +274,8 @@ def signature_of(func: PrimFunc, name: str, symbol: str) -> tuple[KernelSignatur
         for extent in (*buffer.shape, *buffer.strides):
             if isinstance(extent, Var):
                 add(extent)
+    stores = _StoredHandles()
+    stores.visit_stmt(func.body)
     params: list[BufferParam | ScalarParam] = []
     for param in func.params:
         buffer = func.buffer_map.get(param)
@@ -271,6 +294,7 @@ def signature_of(func: PrimFunc, name: str, symbol: str) -> tuple[KernelSignatur
                 if buffer.strides
                 else None,
                 encode_expr(buffer.elem_offset, index, bwhere),
+                written=buffer.data in stores.handles,
             )
         )
     signature = KernelSignature(
@@ -279,5 +303,22 @@ def signature_of(func: PrimFunc, name: str, symbol: str) -> tuple[KernelSignatur
         params=tuple(params),
         var_names=tuple(v.name for v in variables),
         var_dtypes=tuple(str(v.dtype) for v in variables),
+        # The codegen's rule (codegen.generate_kernel_ir): noalias unless the function opts out.
+        noalias=func.attrs.get("tir.noalias", True) is not False,
     )
     return signature, variables
+
+
+class _StoredHandles(StmtVisitor):
+    """The handles (``Buffer.data`` variables) that some ``BufferStore`` writes through.
+
+    TIR has no other way to write memory (no intrinsic takes a handle), so a parameter whose
+    handle is never stored to is read-only for the kernel.
+    """
+
+    def __init__(self) -> None:
+        self.handles: set[Var] = set()
+
+    def visit_buffer_store_(self, stmt: BufferStore) -> None:
+        self.handles.add(stmt.buffer.data)
+        super().visit_buffer_store_(stmt)

@@ -17,7 +17,9 @@ Target attributes (``Target("llvm -mcpu=... -mattr=... -fastmath=...")``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relaxvm.errors import ExecutableFormatError
@@ -30,9 +32,23 @@ from .codegen import CompiledObject, compile_prim_funcs
 from .errors import LLVMBuildError
 from .kernel import Kernel
 from .progress import Progress
-from .serialize import dumps, loads
+from .serialize import check_cpu, dumps, read
+from .tir_data import UnencodableTIR, decode, encode
+from .tir_guard import harden
 
-__all__ = ["LLVMModule", "build", "default_attrs", "load", "serialize", "target_info"]
+__all__ = [
+    "TRUST_ENV",
+    "LLVMModule",
+    "build",
+    "default_attrs",
+    "load",
+    "serialize",
+    "target_info",
+]
+
+#: Set to ``1`` to run the object code of every loaded file without authenticating it, like
+#: ``dlopen`` of a ``.so``: only for files from a source as trusted as your own compiler.
+TRUST_ENV = "RELAXVM_TRUST_OBJECT_CODE"
 
 DEFAULT_FASTMATH = ("contract", "reassoc", "nsz")
 _ALLOWED_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
@@ -47,11 +63,19 @@ class LLVMModule(Module):
     ----------
     compiled : CompiledObject
         The object code, signatures and target description (what :func:`serialize` writes).
+    rebuilt : bool
+        Loaded from a file whose object code was not trusted: the kernels were rebuilt from
+        the file's TIR (``docs/security.md``).
     """
 
     type_key = "llvm"
 
-    def __init__(self, compiled: CompiledObject) -> None:
+    def __init__(
+        self,
+        compiled: CompiledObject,
+        prim_funcs: Sequence[tuple[str, PrimFunc]] | None = None,
+        tir: bytes | None = None,
+    ) -> None:
         engine = None
         kernels = {}
         if compiled.signatures:
@@ -62,6 +86,20 @@ class LLVMModule(Module):
         super().__init__(kernels, name="llvm")
         self.compiled = compiled
         self._engine = engine
+        # The kernels' TIR, exported beside the object code: encoded lazily from the
+        # PrimFuncs of a build, or kept verbatim from a loaded file.
+        self._prim_funcs = list(prim_funcs) if prim_funcs is not None else None
+        self._tir = tir
+        self.rebuilt = False
+
+    def tir_bytes(self) -> bytes:
+        """The kernels' TIR as :mod:`relaxvm_llvm.tir_data` bytes (empty when unknown)."""
+        if self._tir is None:
+            try:
+                self._tir = encode(self._prim_funcs) if self._prim_funcs is not None else b""
+            except UnencodableTIR:
+                self._tir = b""  # exported without TIR: loads only where the tag verifies
+        return self._tir
 
     def get_source(self, fmt: str = "ll") -> str:
         """The optimized LLVM IR (``"ll"``) or assembly (``"asm"``) of the kernels.
@@ -178,16 +216,18 @@ def build(mod: Any, target: Any = None) -> LLVMModule:
     LLVMBuildError
         A kernel uses an unsupported construct or LLVM rejects it (naming the kernel).
     """
-    info = target_info(target)
-    funcs = _prim_funcs(mod)
+    return _build(_prim_funcs(mod), target_info(target))
+
+
+def _build(funcs: list[tuple[str, PrimFunc]], info: jit.TargetInfo) -> LLVMModule:
     store = default_cache() if funcs else None
     key = ""
     if store is not None:
         key = cache_key(funcs, info)
-        hit = store.get(key)
+        hit = store.get(key, funcs)  # checked against the request
         if hit is not None:
             try:
-                return LLVMModule(hit)
+                return LLVMModule(hit, funcs)
             except LLVMBuildError:
                 store.discard(key)  # unloadable entry: rebuild and overwrite it
     report = Progress(len(funcs), f"llvm ({info.cpu})")
@@ -199,30 +239,144 @@ def build(mod: Any, target: Any = None) -> LLVMModule:
     report.close()
     if store is not None:
         store.put(key, compiled)
-    return LLVMModule(compiled)
+    return LLVMModule(compiled, funcs)
 
 
 def serialize(module: Module) -> bytes:
-    """The bytes :func:`load` turns back into the same kernels (object code, no TIR)."""
+    """The bytes :func:`load` turns back into the same kernels: object code, TIR and a tag
+    made with the user's key (:mod:`relaxvm_llvm.serialize`)."""
     if not isinstance(module, LLVMModule):
         raise LLVMBuildError(
             f"llvm target: can only serialize modules built by the llvm target, got "
             f"{type(module).__name__}"
         )
-    return dumps(module.compiled)
+    tir = module.tir_bytes()
+    if tir and module.compiled.signatures:
+        # Remember this build under its TIR's digest: a later load of the export that does
+        # not trust its object code (another user, another key) is then one cache hit.
+        store = default_cache()
+        if store is not None:
+            key = _tir_key(tir, module.compiled.info)
+            if not store.path(key).exists():
+                store.put(key, module.compiled)
+    return dumps(module.compiled, tir)
 
 
-def load(data: bytes, target: Any = None) -> LLVMModule:
-    """Reload serialized kernels without recompiling (no C compiler needed).
+def _tir_key(tir: bytes, info: jit.TargetInfo) -> str:
+    """The compile cache key of the kernels a library's TIR bytes build for ``info``: the
+    versions and target part of :func:`cache_key`, then the bytes themselves."""
+    digest = hashlib.sha256(b"relaxvm-llvm-tir-key-v1\x00")
+    digest.update(cache_key([], info).encode())
+    digest.update(tir)
+    return digest.hexdigest()
+
+
+def _own_build(
+    funcs: list[tuple[str, PrimFunc]], info: jit.TargetInfo, store: Any
+) -> LLVMModule | None:
+    """This user's own compile of exactly these kernels, from the compile cache (whose
+    entries the user's key authenticates), or None: such code needs no extra checks."""
+    if store is None:
+        return None
+    hit = store.get(cache_key(funcs, info), funcs)
+    if hit is None:
+        return None
+    try:
+        return LLVMModule(hit, funcs)
+    except LLVMBuildError:
+        return None
+
+
+def _trust_everything() -> bool:
+    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def load(data: bytes, target: Any = None, *, trust: bool = False) -> LLVMModule:
+    """Reload serialized kernels, running their object code only if the user trusts it.
+
+    The object code is linked as is when the file's tag verifies under the user's key
+    (:mod:`relaxvm.security`: the file was exported by this user), or when ``trust`` or
+    ``RELAXVM_TRUST_OBJECT_CODE=1`` says so. Otherwise the kernels are rebuilt from the
+    file's TIR through the normal build (the compile cache applies), and the rebuilt
+    kernels must match the file's signatures.
 
     Raises
     ------
     ExecutableFormatError
-        Truncated, tampered or foreign data, another format version, or code built for a CPU
-        whose features this host lacks.
+        Truncated, corrupted or foreign data, another format version, code built for a CPU
+        whose features this host lacks, untrusted object code with no TIR to rebuild from,
+        or TIR that does not compile to the kernels the file declares.
     """
-    compiled = loads(data)
+    loaded = read(data)
+    if loaded.authentic or trust or _trust_everything():
+        check_cpu(loaded.compiled.info.cpu, loaded.compiled.info.features)
+        try:
+            module = LLVMModule(loaded.compiled, tir=loaded.tir)
+        except LLVMBuildError as err:
+            raise ExecutableFormatError(
+                f"llvm module: cannot load the object code: {err}"
+            ) from None
+        return module
+    return _rebuild(loaded.compiled, loaded.tir)
+
+
+def _rebuild(declared: CompiledObject, tir: bytes) -> LLVMModule:
+    how = (
+        "export the model again on this machine (exports are signed with your key, "
+        "relaxvm.security), or, only if you trust whoever wrote the file as you trust a .so, "
+        f"set {TRUST_ENV}=1"
+    )
+    if not tir:
+        raise ExecutableFormatError(
+            "llvm module: the object code is not signed with your key and the file carries no "
+            f"TIR to rebuild the kernels from; refusing to run it; {how}"
+        )
+    # The header's CPU and features are untrusted too: they would choose the code generated
+    # (and "-sse2,-x87" changes the float ABI of libm calls). Rebuild for this host, keeping
+    # only the validated fast-math flags, which change rounding at most.
+    info = jit.TargetInfo(jit.host_cpu_name(), jit.host_cpu_features(), declared.info.fastmath)
+    store = default_cache()
+    key = _tir_key(tir, info)
+    # A build of exactly these TIR bytes, made and signed by this user (the cache
+    # authenticates its entries): no need to decode and print the TIR again.
+    hit = store.get(key) if store is not None else None
+    if hit is not None and hit.signatures == declared.signatures:
+        try:
+            module = LLVMModule(hit, tir=tir)
+        except LLVMBuildError:
+            pass
+        else:
+            module.rebuilt = True
+            return module
+    funcs = decode(tir)
+    names = [name for name, _ in funcs]
+    wanted = [s.name for s in declared.signatures]
+    if names != wanted:
+        raise ExecutableFormatError(
+            f"llvm module: the file's TIR defines kernels {names[:8]} but its header declares "
+            f"{wanted[:8]} (tampered); {how}"
+        )
     try:
-        return LLVMModule(compiled)
-    except LLVMBuildError as err:
-        raise ExecutableFormatError(f"llvm module: cannot load the object code: {err}") from None
+        # This user's own build of these kernels, else compiled as untrusted code: every
+        # buffer access checked, loops serial.
+        own = _own_build(funcs, info, store)
+        module = own if own is not None else _build(harden(funcs), info)
+    except ExecutableFormatError:
+        raise
+    except Exception as err:  # whatever the TIR provokes, loading raises ExecutableFormatError
+        raise ExecutableFormatError(
+            f"llvm module: the object code is not signed with your key and rebuilding the "
+            f"kernels from the file's TIR failed ({type(err).__name__}: {err}); {how}"
+        ) from None
+    if module.compiled.signatures != declared.signatures:
+        rebuilt = module.compiled.signatures
+        bad = [s.name for i, s in enumerate(declared.signatures) if rebuilt[i : i + 1] != (s,)]
+        raise ExecutableFormatError(
+            f"llvm module: the kernel header does not match the kernels rebuilt from the "
+            f"file's TIR (kernels {bad[:8]}: tampered symbols or signatures); {how}"
+        )
+    module._tir = tir
+    module.rebuilt = True
+    if store is not None:
+        store.put(key, module.compiled)
+    return module

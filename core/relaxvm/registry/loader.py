@@ -308,7 +308,11 @@ def _import_plugin(
         return
     try:
         plugin = entry_point.load()
-    except Exception as err:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:
+        # SystemExit (a plugin calling sys.exit at import) and other BaseExceptions would end
+        # the process with no word of which plugin did it: report them like any failure.
         message = (
             f"relaxvm plugin {name!r} ({entry_point.value} from {info.distribution}) failed "
             f"to import: {type(err).__name__}: {err}"
@@ -354,7 +358,9 @@ def _collect(
             registrar = registrar_type(impl.plugin_name)
             try:
                 impl.function(**{arg: registrar for arg in impl.argnames})
-            except Exception as err:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as err:  # SystemExit in a hook too: see _import_plugin
                 # Our registrars' PluginErrors already name the plugin and the bad call.
                 message = (
                     str(err)

@@ -15,7 +15,9 @@ instructions into the source of one Python function and compiles it with :func:`
   directly, recursion included;
 * ``If`` / ``Goto`` become nested ``if`` / ``else`` statements. The code generator only
   emits forward, properly nested jumps; a function with any other shape (hand-written
-  bytecode with a backward ``Goto``) keeps running on the dispatch loop.
+  bytecode with a backward ``Goto``), or nested deeper than :data:`MAX_NESTING` (Python
+  refuses about 100 levels of indentation), keeps running on the dispatch loop, so compiled
+  mode accepts every program bytecode mode accepts.
 
 Nothing from the file reaches the generated source except validated integers: names,
 strings and tensors are bound as values, never spliced into code (a specialisation's inline
@@ -40,11 +42,16 @@ if TYPE_CHECKING:
     from .frames import PreparedFunction
     from .interpreter import VirtualMachine
 
-__all__ = ["compile_functions", "generate_source"]
+__all__ = ["MAX_NESTING", "compile_functions", "generate_source"]
+
+#: Deepest if/else nesting generated as Python. CPython stops at 100 indentation levels
+#: (``IndentationError``) and its parser and compiler recurse per level; the body already sits
+#: three levels deep (``build``, ``f<i>``, ``try``). Deeper functions run on the dispatch loop.
+MAX_NESTING = 64
 
 
 class _Unstructured(Exception):
-    """The function's jumps do not form nested if/else regions."""
+    """The function's jumps do not form nested if/else regions (or nest too deep)."""
 
 
 class _Generator:
@@ -100,8 +107,10 @@ class _Generator:
             "        except RecursionError:",
             f"            raise recursion({index}) from None",
             "        except BaseException as err:",
-            f"            note(err, {index})",
-            "            raise",
+            f"            contained = note(err, {index})",
+            "            if contained is None:",
+            "                raise",
+            "            raise contained from err",
             "        finally:",
             "            calls.depth = depth - 1",
         ]
@@ -115,6 +124,9 @@ class _Generator:
         depth: int,
         out: list[tuple[str, int | None]],
     ) -> None:
+        if depth > MAX_NESTING:
+            # Also bounds this recursion: a file may nest Ifs thousands deep.
+            raise _Unstructured
         indent = "    " * depth
         emitted = len(out)
         pc = start
@@ -298,7 +310,7 @@ def generate_source(
                 ex.instructions[info.start_instr : info.end_instr],
                 0,
                 info.end_instr - info.start_instr,
-                0,
+                1,  # the depth function() starts at, so both passes agree on MAX_NESTING
                 [],
             )
         except _Unstructured:
@@ -325,18 +337,20 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
 
     Functions whose jumps are not nested if/else keep the dispatch loop.
     """
-    from .frames import prepare
+    from .frames import contained_call_error, prepare
 
     ex = vm.executable
     source, values, line_pc, structured = generate_source(vm, instrument)
     table = ex.func_table
 
-    def note(err: BaseException, index: int) -> None:
+    def note(err: BaseException, index: int) -> BaseException | None:
         # The line the exception passed through says which instruction raised.
         tb = err.__traceback__
         where = line_pc.get(tb.tb_lineno) if tb is not None else None
         pc = None if where is None else table[index].start_instr + where[1]
         add_note_at(err, ex, table[index].name, pc)
+        # The same conversion as the dispatch loop's, so both modes raise the same types.
+        return contained_call_error(err, ex, pc)
 
     def recursion(index: int) -> VMError:
         return recursion_error(table[index].name)
@@ -345,7 +359,15 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
         return call_depth_error(table[index].name, vm.max_call_depth)
 
     namespace: dict[str, Any] = {}
-    code = compile(source, "<relaxvm compiled>", "exec")
+    try:
+        code = compile(source, "<relaxvm compiled>", "exec")
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        # MAX_NESTING keeps the source within CPython's limits; should one still be hit (a
+        # smaller C stack, another interpreter), every function keeps the dispatch loop, which
+        # runs the same program.
+        structured = []
+        source, values = "def build(*args):\n    return ()\n", []
+        code = compile(source, "<relaxvm compiled>", "exec")
     exec(code, namespace)
     made = namespace["build"](values, vm, condition, note, recursion, call_depth, too_deep)
     compiled = dict(zip(structured, made, strict=True))

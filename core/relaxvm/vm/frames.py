@@ -15,12 +15,13 @@ nothing from a file runs as code, and nothing here knows what any builtin does.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VMError
+from ..errors import RelaxVMError, VMError, VMIndexError, VMTypeError, VMValueError
 from ..runtime import DataType
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
 from .callplan import CALL, CONSTANT, FORWARD, plan_call
@@ -28,6 +29,7 @@ from .closure import VMClosure
 from .executable.executable import VMFuncInfo
 
 if TYPE_CHECKING:
+    from .executable.executable import Executable
     from .interpreter import VirtualMachine
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "OP_SET",
     "PreparedFunction",
     "VMInstrumentReturnKind",
+    "contained_call_error",
     "not_ready",
     "prepare",
 ]
@@ -214,3 +217,63 @@ def _bind_instrumented(
         return result
 
     return call
+
+
+#: Plain Python errors a builtin or kernel raises when a program hands it values of the wrong
+#: type or content, and the relaxvm error each becomes (still an instance of the original's
+#: base class where there is one, so ``except TypeError`` keeps working).
+_CONTAINED: tuple[tuple[type[BaseException], type[RelaxVMError]], ...] = (
+    (ctypes.ArgumentError, VMTypeError),
+    (TypeError, VMTypeError),
+    (AttributeError, VMTypeError),
+    (IndexError, VMIndexError),
+    (KeyError, VMIndexError),
+    (ValueError, VMValueError),
+    (OverflowError, VMValueError),
+)
+
+
+def contained_call_error(
+    err: BaseException, ex: Executable, index: int | None
+) -> RelaxVMError | None:
+    """The relaxvm error to raise instead of ``err``, or ``None`` to re-raise ``err`` as is.
+
+    A program loaded from a file decides what every builtin and kernel is called with, so a
+    damaged one can make them fail in plain Python ways (``AttributeError`` on a string passed
+    as a tensor, ``ctypes.ArgumentError`` in a kernel call). Such failures are the file's, and
+    surface as :mod:`relaxvm.errors` classes naming the callee, with ``err`` as the cause.
+    Functions the user registered under other names keep their own exception types. Called
+    on the error path only (both exec modes), so a run pays nothing for it.
+
+    Parameters
+    ----------
+    err : BaseException
+        What the instruction raised (its trace notes already added).
+    ex : Executable
+    index : int or None
+        The absolute instruction that raised it, when known.
+    """
+    if index is None or isinstance(err, RelaxVMError):
+        return None
+    replacement = next((new for old, new in _CONTAINED if isinstance(err, old)), None)
+    if replacement is None:
+        return None
+    ins = ex.instructions[index]
+    if ins.opcode is not Opcode.CALL:
+        return None
+    name = ex.func_table[ins.func_idx].name
+    if not name.startswith("vm.builtin.") and not _is_import(ex, name):
+        return None
+    contained = replacement(
+        f"{name} cannot handle what the program passes it: {type(err).__name__}: {err}"
+    )
+    add_note = getattr(contained, "add_note", None)  # Python 3.10 has no notes
+    if add_note is not None:
+        for note in getattr(err, "__notes__", ()):
+            add_note(note)
+    return contained
+
+
+def _is_import(ex: Executable, name: str) -> bool:
+    """Whether ``name`` is a kernel the executable imports (it is called by that name)."""
+    return any(module.get_function(name, query_imports=True) is not None for module in ex.imports)

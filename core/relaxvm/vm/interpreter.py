@@ -34,7 +34,13 @@ from .diagnostics import (
     recursion_error,
 )
 from .executable.executable import Executable, VMFuncKind
-from .frames import PreparedFunction, VMInstrumentReturnKind, not_ready, prepare
+from .frames import (
+    PreparedFunction,
+    VMInstrumentReturnKind,
+    contained_call_error,
+    not_ready,
+    prepare,
+)
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
 
@@ -241,7 +247,11 @@ class VirtualMachine:
             raise recursion_error(fn.name) from None
         except BaseException as err:
             add_trace_note(err, fn, pc, self.executable)
-            raise
+            index = fn.info.start_instr + pc if 0 <= pc < len(code) else None
+            contained = contained_call_error(err, self.executable, index)
+            if contained is None:
+                raise
+            raise contained from err
         finally:
             calls.depth = depth - 1
 

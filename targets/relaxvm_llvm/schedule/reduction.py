@@ -16,6 +16,11 @@ rounding (as numpy's pairwise summation does)::
         for l in range(L): acc = acc + lanes[l]
         Y[i] = epilogue(acc)
 
+Float ``max``/``min`` propagate NaN (numpy's semantics, see docs/ops.md), which lengthens
+each accumulator's dependency chain: they use four vectors of lanes instead of two, and fold
+them in halving vector steps (``lanes[0:L/2] = max(lanes[0:L/2], lanes[L/2:L])``, ...)
+rather than in ``L`` serial scalar steps. Both are exact for max/min in any order.
+
 Otherwise each output element accumulates in a one-element local buffer, with the outer
 loops fused and parallel.
 """
@@ -49,6 +54,28 @@ def _identity(combiner: str, dtype: object) -> PrimExpr:
     return IntImm(text, low if combiner == "max" else high)
 
 
+def _tree_fold(combiner: str, lane_buf: Buffer, acc: Buffer, lanes: int, k: Var) -> Stmt:
+    """``acc = combine(acc, lanes[0..L))`` as halving vector steps.
+
+    max/min are exact in any order, so the lanes fold pairwise (``L/2`` lanes, then ``L/4``,
+    ...) in vector instructions instead of a serial chain of ``L`` scalar steps: a
+    NaN-propagating float max is a compare and a blend (codegen_math.float_max), so the
+    serial chain would cost as much as the row itself on short rows.
+    """
+    combine = COMBINE[combiner]
+    zero = IntImm("int64", 0)
+    steps: list[Stmt] = []
+    half = lanes // 2
+    while half >= 1:
+        v = Var(f"{k.name}_h{half}", str(k.dtype))
+        kind = ForKind.VECTORIZED if half > 1 else ForKind.SERIAL
+        update = BufferStore(lane_buf, combine(lane_buf[v], lane_buf[v + half]), [v])
+        steps.append(For(v, 0, half, kind, update))
+        half //= 2
+    steps.append(BufferStore(acc, combine(acc[zero], lane_buf[zero]), [zero]))
+    return seq(*steps)
+
+
 def lane_width(stage: Stage, epilogue: Epilogue, config: CpuConfig) -> int | None:
     """Lanes to accumulate a reduction along its innermost (contiguous) axis in, or None when
     that axis is not contiguous in the inputs, too short, guarded, or the data is bool."""
@@ -64,6 +91,12 @@ def lane_width(stage: Stage, epilogue: Epilogue, config: CpuConfig) -> int | Non
         return None
     extent = static_extent(stage.reduce_loops[-1].extent)
     lanes = width * 2 if extent is None or extent >= width * 4 else width
+    float_minmax = stage.combiner in ("max", "min") and is_float_dtype(stage.init.buffer.dtype)
+    if float_minmax and (extent is None or extent >= width * 8):
+        # A NaN-propagating float max is a compare, a mask `or` and a blend on each
+        # accumulator's dependency chain (codegen_math.float_max), a longer chain than the one
+        # `vmaxps` of a NaN-dropping max: four independent vectors hide its latency.
+        lanes = width * 4
     if extent is not None and extent < lanes:
         return None
     return lanes
@@ -127,10 +160,12 @@ def schedule_reduction_stage(stage: Stage, epilogue: Epilogue, config: CpuConfig
             init_lane, 0, lanes, ForKind.VECTORIZED,
             BufferStore(lane_buf, _identity(stage.combiner, dtype), [init_lane]),
         )  # fmt: skip
-        fold = For(
+        fold: Stmt = For(
             fold_lane, 0, lanes, ForKind.SERIAL,
             BufferStore(acc, combine(acc[zero], lane_buf[fold_lane]), [zero]),
         )  # fmt: skip
+        if stage.combiner in ("max", "min") and lanes & (lanes - 1) == 0:
+            fold = _tree_fold(stage.combiner, lane_buf, acc, lanes, k)
         inner_stmt = Allocate(lane_buf, seq(lane_init, red, *parts, fold))
     final = BufferStore(
         epilogue.buffer, substitute(epilogue.value, {epilogue.acc: acc[zero]}), epilogue.indices

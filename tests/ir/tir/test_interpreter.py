@@ -237,8 +237,10 @@ def test_undefined_variable_and_division_by_zero() -> None:
         tir.run_prim_func(tir.PrimFunc([out], out.vstore([0], free)), np.zeros(1, "int64"))
     d = Var("d")
     body = out.vstore([0], floordiv(IntImm("int64", 7), d))
-    with pytest.raises(VMValueError, match=r"division by zero in `7 // d` \(`d` is 0\)"):
-        tir.run_prim_func(tir.PrimFunc([out, d], body), np.zeros(1, "int64"), 0)
+    result = np.ones(1, "int64")
+    # An integer zero divisor gives 0, as numpy and the compiled targets do (docs/ops.md).
+    tir.run_prim_func(tir.PrimFunc([out, d], body), result, 0)
+    assert result[0] == 0
 
 
 def test_buffer_not_allocated() -> None:

@@ -78,7 +78,7 @@ def test_opt_out(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache.default_cache() is None
     build(_scale(6.0))
     _check_scale(build(_scale(6.0)), 6.0)
-    assert cache.stats() == {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0}
+    assert set(cache.stats().values()) == {0}
     assert _entries(cache_dir) == []
 
 

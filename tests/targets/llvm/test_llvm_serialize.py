@@ -15,7 +15,7 @@ from relaxvm.ir.relax import IRModule
 from relaxvm.ir.tir import Schedule, te
 from relaxvm.registry.extensions import get_target_kind
 from relaxvm.target import Target
-from relaxvm_llvm import jit, serialize
+from relaxvm_llvm import jit, serialize, target
 
 
 def _funcs() -> dict[str, Any]:
@@ -101,6 +101,7 @@ def test_portable_cpu_round_trip() -> None:
 
 
 def _header(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """The header and what follows it (TIR, object code and tag)."""
     _, _, size = struct.unpack_from("<8sII", data)
     return json.loads(data[16 : 16 + size]), data[16 + size :]
 
@@ -120,8 +121,11 @@ def _bad_data(data: bytes) -> dict[str, bytes]:
         "truncated header": data[:40],
         "truncated object": data[:-100],
         "tampered object": data[:-50] + bytes([data[-50] ^ 0xFF]) + data[-49:],
-        "other version": _with_header({**header, "format_version": 2}, obj, version=2),
-        "not json": struct.pack("<8sII", serialize.MAGIC, 1, 5) + b"{{{{{" + obj,
+        "other version": _with_header({**header, "format_version": 3}, obj, version=3),
+        "old version": _with_header({**header, "format_version": 1}, obj, version=1),
+        "not json": struct.pack("<8sII", serialize.MAGIC, serialize.FORMAT_VERSION, 5)
+        + b"{{{{{"
+        + obj,
         "other cpu": _with_header({**header, "cpu": "someothercpu"}, obj),
         "missing feature": _with_header({**header, "features": "+avx2,+nosuchfeature"}, obj),
         "other triple": _with_header({**header, "triple": "riscv64-unknown-linux-gnu"}, obj),
@@ -144,7 +148,8 @@ EXPECTED = {
     "truncated header": "truncated",
     "truncated object": "truncated",
     "tampered object": "checksum",
-    "other version": "format version 2",
+    "other version": "format version 3",
+    "old version": "no TIR and no tag",
     "not json": "malformed header",
     "other cpu": "someothercpu",
     "missing feature": "lacks: nosuchfeature",
@@ -155,12 +160,29 @@ EXPECTED = {
 }
 
 
+#: Refused only when the object code would be used (trusted): an untrusted file's kernels
+#: are rebuilt for this host from their TIR, whatever CPU its header names.
+HOST_CHECKS = {"other cpu", "missing feature"}
+
+
 @pytest.mark.parametrize("case", sorted(EXPECTED))
 def test_bad_data_is_refused(built: Any, case: str) -> None:
     kind, module = built
     bad = _bad_data(kind.serialize(module))[case]
     with pytest.raises(ExecutableFormatError, match=EXPECTED[case]):
-        kind.load(bad, None)
+        if case in HOST_CHECKS:
+            target.load(bad, None, trust=True)
+        else:
+            kind.load(bad, None)
+
+
+@pytest.mark.parametrize("case", sorted(HOST_CHECKS))
+def test_untrusted_code_for_another_cpu_is_rebuilt_for_this_host(built: Any, case: str) -> None:
+    kind, module = built
+    loaded = kind.load(_bad_data(kind.serialize(module))[case], None)
+    assert loaded.rebuilt
+    assert loaded.compiled.info.cpu == jit.host_cpu_name()
+    _run_all(loaded)
 
 
 def test_serialize_refuses_foreign_modules() -> None:

@@ -183,7 +183,7 @@ def test_elf_without_section_is_refused(tmp_path: Path) -> None:
 def _patched_so(ex: relaxvm.Executable, path: Path, patch: Any) -> Path:
     """A .so whose embedded kernel bytes went through ``patch`` (framing and CRC valid)."""
     kind, target, module = ex.kernel_libs[0]
-    libs = [(kind, target, patch(serialize.dumps(module.compiled)))]
+    libs = [(kind, target, patch(serialize.dumps(module.compiled, module.tir_bytes())))]
     shared_lib.export_shared(path, save_to_bytes(ex, libs), [module])
     return path
 
@@ -199,7 +199,7 @@ def _with_header(data: bytes, **changes: Any) -> bytes:
 
 @needs_linker
 def test_so_for_another_cpu_or_version_is_refused(
-    executable: relaxvm.Executable, tmp_path: Path
+    executable: relaxvm.Executable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def other_version(data: bytes) -> bytes:
         return data[:8] + struct.pack("<I", 99) + data[12:]
@@ -212,6 +212,10 @@ def test_so_for_another_cpu_or_version_is_refused(
         return _with_header(data, cpu="some-future-cpu")
 
     path = _patched_so(executable, tmp_path / "cpu.so", other_cpu)
+    # An edited header voids the tag: the kernels are rebuilt from the TIR for this host.
+    _check(relaxvm.load_module(str(path)))
+    # Object code used as is (explicit trust) must still suit this host.
+    monkeypatch.setenv("RELAXVM_TRUST_OBJECT_CODE", "1")
     with pytest.raises(ExecutableFormatError, match="compiled for CPU 'some-future-cpu'"):
         relaxvm.load_module(str(path))
 

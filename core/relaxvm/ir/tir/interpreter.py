@@ -5,13 +5,15 @@ environment mapping variables to values. Semantics:
 
 * Integer and bool expressions compute with Python ints (exact, no overflow), using the same
   scalar functions as :func:`relaxvm.ir.evaluate` (``//`` and ``%`` are floor division and
-  modulo; ``truncdiv``/``truncmod`` round toward zero). A zero divisor is an error. A store
+  modulo; ``truncdiv``/``truncmod`` round toward zero). An integer zero divisor gives 0, as
+  in numpy and on every compiled target (see docs/ops.md). A store
   into an integer buffer narrows the value to the element type, wrapping like hardware.
 * Float expressions compute in numpy scalars of the expression's type, so ``float32`` kernels
   round like ``float32`` hardware would, not like Python's double precision.
 * Buffers are numpy arrays. Every load and store checks its indices against the buffer's
   shape and raises naming the buffer and the index; a negative index never wraps around
   (unlike numpy's indexing).
+* ``T.check_index`` raises :class:`~relaxvm.errors.VMIndexError` for an index out of range.
 * Loops of every kind run serially, in order (parallel, vectorized and thread-bound loops
   must not depend on their iteration order, so any order is a valid execution).
 * ``Allocate`` creates a fresh array per execution: floats start as NaN and integers as a
@@ -39,6 +41,8 @@ from ..expr import (
     FloorDiv,
     FloorMod,
     IntImm,
+    Max,
+    Min,
     Mod,
     Not,
     Or,
@@ -49,7 +53,7 @@ from ..expr import (
 from ..expr_functor import evaluate
 from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
-from .intrin import Call
+from .intrin import Call, CheckIndex, checked_index, float_max, float_min
 from .intrin import IfThenElse as IfThenElseCall
 from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
@@ -75,7 +79,9 @@ def run_prim_func(func: PrimFunc, *args: Any) -> None:
         Wrong number of arguments, or an argument of the wrong kind or dtype.
     VMValueError
         A shape mismatch (naming the buffer and dimension), an out-of-bounds access (naming
-        the buffer and index), a division by zero, or an undefined variable.
+        the buffer and index), or an undefined variable.
+    VMIndexError
+        A ``T.check_index`` on a user-supplied index out of range (naming the op and axis).
     """
     if not isinstance(func, PrimFunc):
         raise VMTypeError(f"run_prim_func: expected a PrimFunc, got {type(func).__name__}")
@@ -244,6 +250,8 @@ class _Compiler:
         if isinstance(node, (IfThenElseCall, Select)):
             cond, then_fn, else_fn = (self.expr(op) for op in node.operands)
             return lambda env: then_fn(env) if cond(env) else else_fn(env)
+        if isinstance(node, CheckIndex):
+            return self._check_index(node)
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, And):
@@ -287,13 +295,14 @@ class _Compiler:
             to_dtype = _numpy_type(node.dtype, str(node))
             # numpy's float semantics: a zero divisor gives inf or NaN, as on hardware.
             scalar_fn = _FLOAT_DIVISIONS.get(type(node), scalar_fn)
+            scalar_fn = _FLOAT_MIN_MAX.get(type(node), scalar_fn)
             return lambda env: to_dtype(scalar_fn(a_fn(env), b_fn(env)))
         divides = node._scalar_fn in (_int_division_fns())
 
         def int_binary(env: Env) -> Any:
             a, b = a_fn(env), b_fn(env)
             if divides and b == 0:
-                raise self.error(f"division by zero in `{node}` (`{node.b}` is 0)")
+                return 0  # numpy's integer x // 0 and x % 0, the compiled targets' result too
             return scalar_fn(a, b)
 
         return int_binary
@@ -306,6 +315,12 @@ class _Compiler:
             (arg_fn,) = arg_fns
             return lambda env: to_dtype(scalar_fn(float(arg_fn(env))))
         return lambda env: to_dtype(scalar_fn(*(float(fn(env)) for fn in arg_fns)))
+
+    def _check_index(self, node: CheckIndex) -> ExprFn:
+        index_fn, extent_fn = self.expr(node.args[0]), self.expr(node.args[1])
+        axis, op_code = (int(arg.value) for arg in node.args[2:])  # type: ignore[attr-defined]
+        # Raises VMIndexError with the message every target gives (not wrapped in our prefix).
+        return lambda env: checked_index(int(index_fn(env)), int(extent_fn(env)), axis, op_code)
 
     def _indices(
         self, buffer: Buffer, indices: tuple[PrimExpr, ...], text: str
@@ -465,6 +480,11 @@ _FLOAT_DIVISIONS: dict[type, Any] = {
     FloorDiv: np.floor_divide,
     FloorMod: np.mod,
 }
+
+
+# numpy's maximum/minimum: NaN in either operand wins (Python's max/min drop a NaN in second
+# place, which is what a reduction's `acc = max(acc, x)` hits).
+_FLOAT_MIN_MAX: dict[type, Any] = {Max: float_max, Min: float_min}
 
 
 def _int_division_fns() -> tuple[Any, ...]:

@@ -18,20 +18,25 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ...errors import VMTypeError, VMValueError
+from ...errors import VMIndexError, VMTypeError, VMValueError
 from ...runtime.dtype import DataType
-from .._scalar import is_bool_dtype, is_float_dtype
-from ..expr import ExprLike, PrimExpr, as_dtype
+from .._scalar import is_bool_dtype, is_float_dtype, is_int_dtype
+from ..expr import ExprLike, IntImm, PrimExpr, as_dtype
 from ..op import _promote, cast, convert
 
 __all__ = [
+    "INDEX_CHECK_OPS",
     "INTRINSICS",
     "Call",
+    "CheckIndex",
     "ceil",
+    "check_index",
     "erf",
     "exp",
     "exp2",
     "fabs",
+    "float_max",
+    "float_min",
     "floor",
     "if_then_else",
     "log",
@@ -61,10 +66,29 @@ def _exp(x: float) -> float:
 
 
 def _pow(x: float, y: float) -> float:
+    # C's pow (and numpy's), where math.pow raises: overflow is inf with the sign an odd
+    # integer exponent keeps, a zero base with a negative exponent is inf (-inf for -0.0 and
+    # an odd exponent), and a negative base with a non-integer exponent is NaN.
     try:
         return math.pow(x, y)
     except (OverflowError, ValueError):
-        return float(x) ** float(y) if x >= 0 else math.nan
+        odd = float(y).is_integer() and float(y) % 2 == 1
+        if x == 0:
+            return math.copysign(math.inf, x) if odd else math.inf
+        if x < 0 and not float(y).is_integer():
+            return math.nan
+        return -math.inf if x < 0 and odd else math.inf
+
+
+def float_max(a: Any, b: Any) -> Any:
+    """numpy's ``maximum`` on two floats: NaN if either is NaN, else the larger (``a`` on
+    ties, so ``max(-0.0, 0.0)`` is ``-0.0``). Python's ``max`` drops a NaN in second place."""
+    return b if b != b or b > a else a
+
+
+def float_min(a: Any, b: Any) -> Any:
+    """numpy's ``minimum`` on two floats: NaN if either is NaN, else the smaller."""
+    return b if b != b or b < a else a
 
 
 def _log(x: float, base_log: Callable[[float], float]) -> float:
@@ -79,7 +103,7 @@ def _sqrt(x: float) -> float:
 
 def _rsqrt(x: float) -> float:
     if x == 0:
-        return math.inf
+        return math.copysign(math.inf, x)  # 1 / sqrt(-0.0) is -inf, as in numpy
     return 1.0 / math.sqrt(x) if x > 0 else math.nan
 
 
@@ -107,7 +131,7 @@ _FLOAT_INTRINSICS: dict[str, tuple[int, Callable[..., float]]] = {
 }
 
 #: Every intrinsic name (without the ``tir.`` prefix).
-INTRINSICS = (*sorted(_FLOAT_INTRINSICS), "if_then_else")
+INTRINSICS = (*sorted(_FLOAT_INTRINSICS), "check_index", "if_then_else")
 
 
 class Call(PrimExpr):
@@ -287,3 +311,95 @@ def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> PrimExpr:
         )
     then_value, else_value = _promote(convert(t), convert(f), "if_then_else")
     return Call(then_value.dtype, "tir.if_then_else", [condition, then_value, else_value])
+
+
+# ---- index checks ----------------------------------------------------------------------------
+#: The ops a ``check_index`` names in its message, by code (the code is an operand, so a
+#: serialized kernel stays plain data). Append new names; never renumber.
+INDEX_CHECK_OPS = ("take", "gather", "scatter", "embedding", "one_hot")
+
+#: The axis operand of a check on a flattened tensor (``take`` with ``axis=None``).
+FLAT_AXIS = -1
+
+
+def index_error_message(op_code: int, axis: int, index: int, extent: int) -> str:
+    """The message of a failed ``check_index``; every target reports exactly this text."""
+    op = INDEX_CHECK_OPS[op_code] if 0 <= op_code < len(INDEX_CHECK_OPS) else f"op {op_code}"
+    where = "the flattened input" if axis == FLAT_AXIS else f"axis {axis}"
+    valid = f"{-extent}..{extent - 1}" if extent > 0 else "none: the axis is empty"
+    return (
+        f"{op}: index {index} is out of range for {where} with size {extent} (valid range {valid})"
+    )
+
+
+class CheckIndex(Call):
+    """``T.check_index(index, extent, axis, op)``: a user-supplied index, checked and wrapped.
+
+    The value is ``index`` if ``0 <= index < extent`` and ``index + extent`` if
+    ``-extent <= index < 0`` (numpy's negative indices), as int64. Any other index stops the
+    kernel with :class:`~relaxvm.errors.VMIndexError` naming the op (``INDEX_CHECK_OPS[op]``),
+    the axis and the index (:func:`index_error_message`). ``axis`` and ``op`` are int64
+    constants. The interpreter raises; compiled targets leave the kernel early with a non-zero
+    status (the llvm target reports the message through its runtime), so a kernel never reads
+    outside a buffer.
+    """
+
+    __slots__ = ()
+    op = "tir.check_index"
+    arity = 4
+
+    def _check_types(self, dtype: DataType, args: tuple[PrimExpr, ...]) -> None:
+        if dtype != DataType("int64"):
+            raise VMTypeError(f"tir.check_index: the result is int64, got {dtype}")
+        for position, arg in enumerate(args):
+            if not is_int_dtype(arg.dtype):
+                raise VMTypeError(
+                    f"tir.check_index: argument {position} `{arg}` must be an integer, "
+                    f"got {arg.dtype}"
+                )
+        for position in (2, 3):
+            if not isinstance(args[position], IntImm):
+                raise VMTypeError(f"tir.check_index: argument {position} must be a constant")
+
+    def _evaluate(self, evaluate_child: Callable[[PrimExpr], Any]) -> Any:
+        index, extent, axis, op_code = (int(evaluate_child(arg)) for arg in self._operands)
+        return checked_index(index, extent, axis, op_code)
+
+
+def checked_index(index: int, extent: int, axis: int, op_code: int) -> int:
+    """``check_index`` on Python ints (the interpreter's and constant folding's version)."""
+    if -extent <= index < extent:
+        return index + extent if index < 0 else index
+    raise VMIndexError(index_error_message(op_code, axis, index, extent))
+
+
+Call._by_name["check_index"] = CheckIndex
+
+
+def check_index(
+    index: ExprLike, extent: ExprLike, axis: int | IntImm, op: str | int | IntImm
+) -> PrimExpr:
+    """``T.check_index``: ``index`` checked against ``extent`` and wrapped like numpy's.
+
+    Parameters
+    ----------
+    index : PrimExpr
+        The user-supplied index (any integer type).
+    extent : PrimExpr
+        The size of the indexed axis.
+    axis : int
+        The axis, for the message (:data:`FLAT_AXIS` for a flattened input).
+    op : str or int
+        The op, one of :data:`INDEX_CHECK_OPS` or its position there (the printed form).
+    """
+    # The printed form spells the constants T.int64(k): accept them back.
+    axis = int(axis.value) if isinstance(axis, IntImm) else axis
+    op = int(op.value) if isinstance(op, IntImm) else op
+    names = dict(enumerate(INDEX_CHECK_OPS))
+    code = op if isinstance(op, int) and op in names else None
+    if isinstance(op, str) and op in INDEX_CHECK_OPS:
+        code = INDEX_CHECK_OPS.index(op)
+    if code is None:
+        raise VMValueError(f"T.check_index: op must be one of {INDEX_CHECK_OPS}, got {op!r}")
+    args = [convert(index), cast(extent, "int64"), IntImm("int64", axis), IntImm("int64", code)]
+    return Call("int64", "tir.check_index", args)

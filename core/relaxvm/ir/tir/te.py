@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,7 +55,12 @@ __all__ = [
 ]
 
 # The tensor that owns each buffer, so a compute body's loads can be traced to their stages.
-_TENSOR_OF: weakref.WeakKeyDictionary[Buffer, Tensor] = weakref.WeakKeyDictionary()
+# The value is a weak reference: a strong one would keep its own key (``tensor.buffer``) alive
+# and the map would grow by every tensor ever made (about 20 KiB per relaxvm.compile).
+_TENSOR_OF: weakref.WeakKeyDictionary[Buffer, weakref.ref[Tensor]] = weakref.WeakKeyDictionary()
+# The tensors read while a compute body is being built, kept alive until their stage records
+# them as inputs (a body may index a temporary: ``lambda i: te.compute(...)[i]``).
+_reading = threading.local()
 
 
 class IterVar:
@@ -181,7 +187,7 @@ class Tensor:
     def __init__(self, shape: tuple[PrimExpr, ...], dtype: DataType, name: str, op: Any) -> None:
         self.shape, self.dtype, self.name, self.op = shape, dtype, name, op
         self.buffer = Buffer(name, shape, dtype)
-        _TENSOR_OF[self.buffer] = self
+        _TENSOR_OF[self.buffer] = weakref.ref(self)
 
     @property
     def ndim(self) -> int:
@@ -189,6 +195,9 @@ class Tensor:
         return len(self.shape)
 
     def __getitem__(self, indices: Any) -> BufferLoad:
+        reads: list[Tensor] | None = getattr(_reading, "tensors", None)
+        if reads is not None:
+            reads.append(self)
         return BufferLoad(self.buffer, indices)
 
     def __repr__(self) -> str:
@@ -294,7 +303,13 @@ def compute(
         IterVar(Var(axis_name, extent.dtype), Range.from_min_extent(0, extent), "data_par")
         for axis_name, extent in zip(names, extents, strict=True)
     ]
-    result = fcompute(*(iv.var for iv in axis))
+    outer = getattr(_reading, "tensors", None)
+    reads: list[Tensor] = []
+    _reading.tensors = reads
+    try:
+        result = fcompute(*(iv.var for iv in axis))
+    finally:
+        _reading.tensors = outer
     body: PrimExpr | Reduce = result if isinstance(result, Reduce) else convert(result)
     if isinstance(body, Reduce):
         roots = [body.source, body.init] + ([body.condition] if body.condition is not None else [])
@@ -303,12 +318,14 @@ def compute(
     inputs: dict[Tensor, None] = {}
     for root in roots:
         post_order_visit(root, lambda node: _note_input(name, node, inputs))
+    del reads  # every tensor read is now held by `inputs`
     return Tensor(extents, body.dtype, name, ComputeOp(name, axis, body, list(inputs)))
 
 
 def _note_input(stage: str, node: PrimExpr, inputs: dict[Tensor, None]) -> None:
     if isinstance(node, BufferLoad):
-        tensor = _TENSOR_OF.get(node.buffer)
+        ref = _TENSOR_OF.get(node.buffer)
+        tensor = ref() if ref is not None else None
         if tensor is None:
             raise VMTypeError(
                 f"te.compute({stage}): reads buffer {node.buffer.name!r}, which is not a te "

@@ -14,7 +14,7 @@ plugin
     The hooks and fixtures (re-exported here, which makes this package the plugin).
 cases, cases_tensor
     The op matrix's case table: one :class:`~.cases.OpTemplate` per op variant.
-test_ops, test_e2e_basic, test_e2e_control
+test_ops, test_edges, test_e2e_basic, test_e2e_control
     The shipped test modules, collected by the plugin (never from a tests directory).
 
 Importing this package imports pytest; :mod:`relaxvm.testing` itself does not.

@@ -259,8 +259,13 @@ def _binary_inputs(b_kind: str = "", a_kind: str = "") -> Callable[..., Arrays]:
 
 
 def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # Integer division truncates toward zero (C semantics, as TVM's divide on ints).
-    return np.trunc(a / b).astype(a.dtype)
+    # Integer division truncates toward zero (C semantics, as TVM's divide on ints): numpy's
+    # floor quotient, one more where a nonzero remainder has the divisor's opposite sign. In
+    # integers throughout, so the edges are numpy's (docs/ops.md): x / 0 is 0, INT_MIN / -1
+    # wraps to INT_MIN.
+    with np.errstate(divide="ignore", over="ignore"):
+        floor, rem = np.floor_divide(a, b), np.remainder(a, b)
+    return (floor + ((rem != 0) & ((a < 0) != (b < 0)))).astype(a.dtype)
 
 
 def _elementwise() -> list[OpTemplate]:

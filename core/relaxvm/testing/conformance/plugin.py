@@ -57,7 +57,7 @@ PLUGIN_NAME = "relaxvm.testing.conformance"
 #: The conftest variable (and ini option) that selects target kinds.
 TARGETS_VARIABLE = "relaxvm_conformance_targets"
 #: The shipped test modules, in collection order (submodules of this package).
-SUITE_MODULES = ("test_ops", "test_e2e_basic", "test_e2e_control")
+SUITE_MODULES = ("test_ops", "test_edges", "test_e2e_basic", "test_e2e_control")
 
 _GPU_MARK = "gpu: needs a GPU device (the relaxvm conformance matrix skips it otherwise)"
 

@@ -82,10 +82,27 @@ def with_exec_mode(ex: relaxvm.Executable, exec_mode: str) -> relaxvm.Executable
     return other
 
 
+_BUILDS = pytest.StashKey[dict[tuple[str, str], MatrixBuild]]()
+
+
+def matrix_build(session: pytest.Session, target: str, device: relaxvm.Device) -> MatrixBuild:
+    """The session's one :class:`MatrixBuild` for ``target`` on ``device``: the modules that
+    run the matrix's cases (this one and :mod:`.test_edges`) share its executables, so each
+    group compiles once per session (per session: a target kind of the same name may be
+    registered differently in another)."""
+    builds = session.stash.setdefault(_BUILDS, {})
+    key = (target, str(device))
+    if key not in builds:
+        builds[key] = MatrixBuild(target, device)
+    return builds[key]
+
+
 @pytest.fixture(scope="module")
-def matrix(target: str, target_device: relaxvm.Device) -> MatrixBuild:
+def matrix(
+    request: pytest.FixtureRequest, target: str, target_device: relaxvm.Device
+) -> MatrixBuild:
     """The matrix's executables for the target under test, compiled on first use."""
-    return MatrixBuild(target, target_device)
+    return matrix_build(request.session, target, target_device)
 
 
 def _expected_dtype(want: np.ndarray) -> np.dtype:

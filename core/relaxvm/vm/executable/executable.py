@@ -17,7 +17,6 @@ from ...errors import BytecodeError, ExecutableFormatError
 from ...runtime import DataType, Module, Shape, Tensor
 from ..bytecode import (
     _KINDS,
-    BEGIN_SPECIAL_REG,
     VM_REGISTER,
     VOID_REGISTER,
     ArgKind,
@@ -45,6 +44,16 @@ class VMFuncKind(IntEnum):
 
 #: ``num_args`` of a function that is declared but not defined (packed functions keep it).
 DECLARED_ONLY = -2
+
+#: Registers a VM function may have beyond its parameters and one per instruction (what it
+#: can write). Dense numbering (ExecBuilder's) never needs them; hand-written bytecode may
+#: number registers sparsely. Bounded, so a frame stays proportional to the code.
+REGISTER_SLACK = 256
+
+#: Registers a compiled (``vm_tir_func``) function may have beyond its arguments and result.
+#: Its code is an import, not bytecode, so nothing in the file bounds them: a fixed ceiling
+#: (512 KiB of frame at most) keeps a damaged table from asking for gigabytes per call.
+MAX_TIR_TEMPORARIES = 1 << 16
 
 
 @dataclass
@@ -323,6 +332,24 @@ def _validate(ex: Executable) -> list[Instruction]:
     return decoded
 
 
+def max_register_file_size(kind: int, num_args: int, num_instr: int) -> int:
+    """The largest register file a function may declare (see :data:`REGISTER_SLACK`).
+
+    Parameters
+    ----------
+    kind : int
+        A :class:`VMFuncKind` value (packed functions have no frame: 0).
+    num_args : int
+    num_instr : int
+        Instructions of the function (VM functions).
+    """
+    if kind == VMFuncKind.VM_FUNC:
+        return num_args + num_instr + REGISTER_SLACK
+    if kind == VMFuncKind.VM_TIR_FUNC:
+        return num_args + 1 + MAX_TIR_TEMPORARIES
+    return 0
+
+
 def _check_func_info(info: VMFuncInfo, num_instr: int) -> None:
     name = info.name
     if not isinstance(info.param_names, list) or not all(
@@ -344,6 +371,13 @@ def _check_func_info(info: VMFuncInfo, num_instr: int) -> None:
                 f"compiled function {name!r} needs register_file_size >= num_args + 1 "
                 f"({info.num_args + 1}), has {info.register_file_size}"
             )
+        limit = max_register_file_size(info.kind, info.num_args, 0)
+        if info.register_file_size > limit:
+            raise BytecodeError(
+                f"compiled function {name!r} has register_file_size {info.register_file_size}, "
+                f"more than the {limit} allowed (num_args + 1 + {MAX_TIR_TEMPORARIES} "
+                "temporaries)"
+            )
         return
     if not 0 <= info.start_instr < info.end_instr <= num_instr:
         raise BytecodeError(
@@ -351,10 +385,18 @@ def _check_func_info(info: VMFuncInfo, num_instr: int) -> None:
             f"{info.end_instr}) outside the {num_instr} instructions (or empty: a function "
             "must end with Ret)"
         )
-    if not info.num_args <= info.register_file_size < BEGIN_SPECIAL_REG:
+    # Every register past the parameters is written by a Call of the function (anything else
+    # would only ever hold None), so the register file a frame needs is bounded by what the
+    # code can address, not by what the table claims: this is what keeps a 2**54 claim in a
+    # tiny file from allocating gigabytes. ExecBuilder numbers registers densely, so what it
+    # builds always meets the bound; the slack admits hand-numbered bytecode.
+    count = info.end_instr - info.start_instr
+    limit = max_register_file_size(info.kind, info.num_args, count)
+    if not info.num_args <= info.register_file_size <= limit:
         raise BytecodeError(
-            f"VM function {name!r} has register_file_size {info.register_file_size} "
-            f"(must be >= its {info.num_args} parameters)"
+            f"VM function {name!r} has register_file_size {info.register_file_size}: it must "
+            f"be >= its {info.num_args} parameters and <= {limit} (the parameters, one "
+            f"register per instruction of its {count}, and {REGISTER_SLACK} spare)"
         )
 
 

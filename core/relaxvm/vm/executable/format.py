@@ -19,7 +19,7 @@ import secrets
 import struct
 import zlib
 
-from ...errors import BytecodeError, ExecutableFormatError
+from ...errors import BytecodeError, ExecutableFormatError, PluginError
 from .codec import (
     _I32,
     _I64,
@@ -32,7 +32,7 @@ from .codec import (
     _write_constants,
     _Writer,
 )
-from .executable import Executable, VMFuncInfo, VMFuncKind
+from .executable import Executable, VMFuncInfo, VMFuncKind, max_register_file_size
 
 __all__ = [
     "FORMAT_VERSION",
@@ -168,7 +168,10 @@ def load_from_bytes(data: bytes | bytearray | memoryview) -> Executable:
         The bytes are not a relaxvm executable, have another format version, are truncated
         or corrupt, or decode to an invalid program. The message names the byte offset and
         the field; for an invalid program the :class:`~relaxvm.errors.BytecodeError` is
-        chained as the cause.
+        chained as the cause. This is the only error any byte string raises (see
+        :func:`_contained`).
+    PluginError
+        The installed plugins cannot load (a problem of this machine, not of the bytes).
     TypeError
         ``data`` is not bytes-like.
     """
@@ -178,6 +181,28 @@ def load_from_bytes(data: bytes | bytearray | memoryview) -> Executable:
         raise TypeError(
             f"load_from_bytes: expected bytes, bytearray or memoryview, got {type(data).__name__}"
         ) from None
+    try:
+        return _parse(view)
+    except (ExecutableFormatError, PluginError):
+        raise
+    except Exception as err:
+        raise _contained(err) from err
+
+
+def _contained(err: Exception) -> ExecutableFormatError:
+    """The :class:`ExecutableFormatError` standing for anything else a load raised.
+
+    Every field is checked where it is read, so this is a safety net: whatever a damaged file
+    still provokes further down (a target kind's ``load`` parsing its kernel library, a
+    ``RecursionError`` on deep nesting, a ``MemoryError``) reaches the caller as the one
+    documented error, with the original chained as its cause.
+    """
+    return ExecutableFormatError(
+        f"corrupt executable: reading it failed with {type(err).__name__}: {err}"
+    )
+
+
+def _parse(view: memoryview) -> Executable:
     body_start, version = _check_header(view)
     reader = _Reader(view, body_start, len(view))
     table = _read_func_table(reader)
@@ -263,7 +288,17 @@ def _load_kernel_lib(ex: Executable, kind_name: str, target: str, data: bytes, o
         parsed = Target(target)
     except RegistryError as err:
         raise ExecutableFormatError(f"kernel library target {target!r} is invalid: {err}") from None
-    module = kind.load(data, parsed)
+    try:
+        module = kind.load(data, parsed)
+    except (ExecutableFormatError, PluginError):
+        raise
+    except Exception as err:
+        # The library's bytes come from the file: what its loader trips over is the file's
+        # fault, so it is reported as such, naming where the library sits.
+        raise ExecutableFormatError(
+            f"corrupt executable: the {kind_name!r} kernel library at offset {offset} cannot "
+            f"be loaded: {type(err).__name__}: {err}"
+        ) from err
     ex.import_module(module)
     ex.kernel_libs.append((kind_name, target, module))
 
@@ -325,8 +360,18 @@ def _read_func_table(reader: _Reader) -> list[VMFuncInfo]:
         end_instr = reader.get(_I64, f"end_instr of {where}")
         num_args = reader.get(_I64, f"num_args of {where}")
         register_file_size = reader.get(_I64, f"register_file_size of {where}")
+        rfs_offset = reader.field_start
         num_params = reader.count(f"the parameter count of {where}", 8)
         params = [reader.string(f"parameter name {i} of {where}") for i in range(num_params)]
+        # Checked here too (the validator repeats it) so the message names the offset: the
+        # frame a VM allocates must follow from the code in the file, not from this claim.
+        limit = max_register_file_size(kind, len(params), end_instr - start_instr)
+        if kind != VMFuncKind.PACKED_FUNC and register_file_size > limit:
+            raise reader.fail(
+                f"register_file_size of {where} is {register_file_size}, more than the "
+                f"{limit} its {len(params)} parameters and code can use",
+                rfs_offset,
+            )
         table.append(
             VMFuncInfo(
                 VMFuncKind(kind), name, start_instr, end_instr, num_args, register_file_size, params
@@ -416,7 +461,12 @@ def load_file(path: str | os.PathLike[str]) -> Executable:
         if data[:4] == b"\x7fELF":  # a shared library from export_library("x.so")
             from .elf_payload import read_payload
 
-            data = read_payload(data)
+            try:
+                data = read_payload(data)
+            except (ExecutableFormatError, PluginError):
+                raise
+            except Exception as err:  # the same one-error contract as load_from_bytes
+                raise _contained(err) from err
         return load_from_bytes(data)
     except ExecutableFormatError as err:
         raise ExecutableFormatError(f"cannot load executable {target!r}: {err}") from err

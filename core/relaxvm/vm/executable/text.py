@@ -160,7 +160,8 @@ def as_python(ex: Executable) -> str:
     """Python source that rebuilds ``ex``; ``exec`` it and read the variable ``ex``.
 
     The rebuilt executable is identical to ``ex``: same function table, constants (tensors
-    bit for bit, floats including ``-0.0`` and NaN payloads), memory scopes and code, so
+    bit for bit, floats including ``-0.0`` and NaN payloads), memory scopes, code and
+    ``exec_mode``, so
     ``save_to_bytes()`` and ``as_text()`` give the same results.
 
     Whenever :class:`~relaxvm.ExecBuilder` can express the executable, the source is the
@@ -211,6 +212,9 @@ def as_python(ex: Executable) -> str:
     if needs_helper:
         source += _TENSOR_HELPER
     body = _builder_source(ex, constants) if obstacle is None else _table_source(ex, constants)
+    if ex.exec_mode != "bytecode":
+        # Part of the executable (saved with it), so part of the round trip.
+        body.append(f"ex.exec_mode = {ex.exec_mode!r}")
     return source + "\n" + "\n".join(body) + "\n"
 
 
