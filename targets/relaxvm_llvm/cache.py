@@ -62,7 +62,7 @@ from relaxvm.ir.tir import PrimFunc
 from . import jit
 from .codegen import CompiledObject
 from .errors import LLVMBuildError
-from .signature import KernelSignature, sanitize_symbol, signature_of
+from .signature import KernelSignature, assign_symbols, signature_of
 
 __all__ = [
     "CACHE_FORMAT",
@@ -182,17 +182,12 @@ def expected_signatures(funcs: Sequence[tuple[str, PrimFunc]]) -> tuple[KernelSi
     LLVMBuildError
         A kernel's signature cannot be derived (the build would fail the same way).
     """
-    used: set[str] = set()
-    out = []
-    for name, func in funcs:
-        symbol = sanitize_symbol(name)
-        base, serial = symbol, 1
-        while symbol in used:
-            serial += 1
-            symbol = f"{base}_{serial}"
-        used.add(symbol)
-        out.append(signature_of(func, name, symbol)[0])
-    return tuple(out)
+    funcs = list(funcs)
+    symbols = assign_symbols([name for name, _ in funcs])
+    return tuple(
+        signature_of(func, name, symbol)[0]
+        for (name, func), symbol in zip(funcs, symbols, strict=True)
+    )
 
 
 def _default_directory() -> Path:

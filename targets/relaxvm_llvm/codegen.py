@@ -19,7 +19,7 @@ from . import jit
 from .codegen_expr import I32, I64, PTR, Lane
 from .codegen_stmt import FunctionCodegen, ModuleState, finish_loop_metadata
 from .errors import LLVMBuildError
-from .signature import BufferParam, KernelSignature, sanitize_symbol, signature_of
+from .signature import BufferParam, KernelSignature, assign_symbols, signature_of
 
 __all__ = ["CompiledObject", "compile_prim_funcs", "generate_kernel_ir"]
 
@@ -128,14 +128,8 @@ def _compile(
 
     signatures = []
     merged = None
-    used: set[str] = set()
-    for name, func in funcs:
-        symbol = sanitize_symbol(name)
-        base, serial = symbol, 1
-        while symbol in used:
-            serial += 1
-            symbol = f"{base}_{serial}"
-        used.add(symbol)
+    symbols = assign_symbols([name for name, _ in funcs])
+    for (name, func), symbol in zip(funcs, symbols, strict=True):
         text, signature = generate_kernel_ir(func, name, symbol, info.fastmath)
         jit.target_machine(info.triple, info.cpu, info.features)  # initializes LLVM
         try:

@@ -46,7 +46,7 @@ from relaxvm.runtime.dtype import DataType
 
 from .errors import LLVMBuildError
 
-__all__ = ["BufferParam", "KernelSignature", "ScalarParam", "signature_of"]
+__all__ = ["BufferParam", "KernelSignature", "ScalarParam", "assign_symbols", "signature_of"]
 
 _OPS: dict[type, str] = {
     Add: "add",
@@ -245,6 +245,23 @@ def expr_text(data: ExprData, names: tuple[str, ...]) -> str:
 def sanitize_symbol(name: str) -> str:
     """A C identifier derived from ``name``, prefixed so it never shadows a libc symbol."""
     return "__rvm_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def assign_symbols(names: list[str]) -> list[str]:
+    """One distinct symbol per kernel name, in order: :func:`sanitize_symbol`, with ``_2``,
+    ``_3``... appended where two names sanitize alike. The code generator and the compile
+    cache's check of an entry both use this, so they always agree on the symbols."""
+    used: set[str] = set()
+    symbols = []
+    for name in names:
+        symbol = base = sanitize_symbol(name)
+        serial = 1
+        while symbol in used:
+            serial += 1
+            symbol = f"{base}_{serial}"
+        used.add(symbol)
+        symbols.append(symbol)
+    return symbols
 
 
 def signature_of(func: PrimFunc, name: str, symbol: str) -> tuple[KernelSignature, list[Var]]:
