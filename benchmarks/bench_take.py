@@ -9,7 +9,7 @@ For each workload, all in this one process, the script times
 * ``checked``: ``R.take`` as legalized: every index is checked (and negative ones wrapped)
   in a serial loop before the gather, which stays parallel and vectorized;
 * ``unchecked``: the same module with ``take`` legalized by
-  ``relaxvm_ops.manipulate.legalize_take_unchecked`` (registered for the target in this
+  ``relaxvm_ops.indexing.legalize_take_unchecked`` (registered for the target in this
   process only, after the checked kernels are compiled): no check, an index out of range
   would read outside the buffer. It exists to measure the check, never to run user data;
 * ``numpy``: ``np.take(x, idx, axis=...)``, which also checks its indices.
@@ -66,7 +66,7 @@ def use_unchecked_take(target: str) -> None:
     """From now on, legalize ``take`` for ``target`` without the index check (this process
     only: the benchmark compiles every checked kernel first)."""
     from relaxvm.registry import register_legalization
-    from relaxvm_ops.manipulate import legalize_take_unchecked
+    from relaxvm_ops.indexing import legalize_take_unchecked
 
     register_legalization("relax.take", legalize_take_unchecked, target=target, override=True)
 

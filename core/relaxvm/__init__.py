@@ -89,17 +89,32 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Executable:
     return compile_module(mod, target, **kwargs)
 
 
-def load_module(path: str | os.PathLike[str]) -> Executable:
+def load_module(path: str | os.PathLike[str], *, trust: bool = False) -> Executable:
     """Load a file written by :meth:`Executable.export_library` (or :meth:`Executable.save`).
 
-    Loading reads data only: nothing from the file is imported or executed.
+    Loading reads data only: nothing from the file is imported or executed. Native code in
+    it (an llvm export's kernels) runs only when its tag verifies under your key
+    (``docs/security.md``); otherwise the kernels are rebuilt from the TIR the file carries.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file.
+    trust : bool
+        Run the file's object code even if it is not signed with your key, like ``dlopen``
+        of a ``.so``. Only for files from a source you trust as you trust your compiler.
 
     Raises
     ------
     ExecutableFormatError
         The file is missing, corrupt, truncated, foreign or of another format version.
     """
-    return Executable.load(path)
+    if not trust:
+        return Executable.load(path)
+    from .security import trusting_object_code
+
+    with trusting_object_code():
+        return Executable.load(path)
 
 
 __all__ = [

@@ -21,19 +21,37 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from .errors import RelaxVMError
 
-__all__ = ["KEY_ENV", "TAG_SIZE", "KeyFileError", "key_path", "sign", "user_key", "verify"]
+__all__ = [
+    "KEY_ENV",
+    "TAG_SIZE",
+    "TRUST_ENV",
+    "KeyFileError",
+    "key_path",
+    "object_code_trusted",
+    "sign",
+    "trusting_object_code",
+    "user_key",
+    "verify",
+]
 
 KEY_ENV = "RELAXVM_KEY"
+#: Set to 1 to run the object code of every file loaded, signed or not: what ``dlopen`` of a
+#: ``.so`` does. Only for files from a source as trusted as your own compiler.
+TRUST_ENV = "RELAXVM_TRUST_OBJECT_CODE"
 #: Bytes in a tag (HMAC-SHA256).
 TAG_SIZE = 32
 _KEY_BYTES = 32
 _MIN_ENV_KEY_BYTES = 16
 
 _lock = threading.Lock()
+_trusting: ContextVar[bool] = ContextVar("relaxvm_trusting_object_code", default=False)
 _cached: tuple[str, bytes] | None = None
 
 
@@ -134,3 +152,27 @@ def verify(data: bytes, tag: bytes, *, purpose: bytes) -> bool:
     if len(tag) != TAG_SIZE:
         return False
     return hmac.compare_digest(sign(data, purpose=purpose), tag)
+
+
+@contextmanager
+def trusting_object_code() -> Iterator[None]:
+    """Within the block (this thread or task only), loads run the object code of the files
+    they read even when its tag does not verify, like ``dlopen`` of a ``.so``.
+
+    ``relaxvm.load_module(path, trust=True)`` uses it; a target kind's ``load`` asks
+    :func:`object_code_trusted`. Never use it for files from someone you would not let run a
+    program as you.
+    """
+    token = _trusting.set(True)
+    try:
+        yield
+    finally:
+        _trusting.reset(token)
+
+
+def object_code_trusted() -> bool:
+    """Whether a load may run object code whose tag does not verify: inside
+    :func:`trusting_object_code`, or with ``RELAXVM_TRUST_OBJECT_CODE=1``."""
+    if _trusting.get():
+        return True
+    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")

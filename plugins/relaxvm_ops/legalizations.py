@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from . import _kernel, create, elementwise, linalg, manipulate, nn, reduction, structural  # noqa: F401
+from . import (  # noqa: F401
+    _kernel,
+    create,
+    elementwise,
+    indexing,
+    linalg,
+    manipulate,
+    nn,
+    reduction,
+    structural,
+)
 
 __all__ = ["all_legalizations"]
 

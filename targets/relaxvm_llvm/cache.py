@@ -19,7 +19,8 @@ Trust. An entry is native code this process will run, so it is served only when
 * the cache directory is a real directory (not a symlink) owned by this user and not
   writable by group or others, and the entry is a regular file (not a symlink) owned by this
   user and not writable by group or others; otherwise a :class:`CacheTrustWarning` is issued
-  and the kernels are compiled without that directory (or the entry is dropped and replaced);
+  and the process caches in a private temporary directory instead (or the entry is dropped
+  and replaced);
 * its tag verifies under the user's key (an entry written by anyone else, or under an older
   key, is stale: dropped and replaced);
 * it is for what was asked: the key inside it, and the names and signatures of its kernels,
@@ -36,33 +37,42 @@ Environment variables (read at every build):
     Size bound in MiB (default 256); least recently used entries are evicted past it.
 
 The cache never makes a build fail: unreadable, truncated, corrupt, stale or foreign entries
-are deleted and rebuilt, and a directory that cannot be written or trusted only disables the
-cache.
+are deleted and rebuilt, a directory that cannot be trusted is replaced by a private one for
+the process, and one that cannot be written only disables the cache.
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
-import hashlib
 import os
 import secrets
+import shutil
 import stat
 import struct
+import tempfile
 import threading
 import warnings
 import zlib
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 
 from relaxvm import security
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
 
-from . import jit
+from .cache_entry import (
+    CACHE_FORMAT,
+    MIN_ENTRY_BYTES,
+    TAG_PURPOSE,
+    cache_key,
+    check_request,
+    decode_entry,
+    encode_entry,
+    expected_signatures,
+)
 from .codegen import CompiledObject
 from .errors import LLVMBuildError
-from .signature import KernelSignature, assign_symbols, signature_of
 
 __all__ = [
     "CACHE_FORMAT",
@@ -72,18 +82,12 @@ __all__ = [
     "cache_key",
     "default_cache",
     "expected_signatures",
+    "private_directory",
     "reset_stats",
     "stats",
 ]
 
-#: Bump when the entry layout or the meaning of a key changes.
-CACHE_FORMAT = 2
-#: What an entry's tag is made for (a tag of an export never verifies a cache entry).
-TAG_PURPOSE = b"relaxvm-llvm-cache-v1"
 DEFAULT_MAX_MB = 256
-_MAGIC = b"RVMCACHE"
-_PREFIX = struct.Struct("<8sIIQQ")  # magic, format, key length, module length, IR length
-_TAG = security.TAG_SIZE
 _SUFFIX = ".rvmc"
 _OFF = ("0", "off", "false", "no")
 _UNSAFE_MODE = stat.S_IWGRP | stat.S_IWOTH
@@ -94,6 +98,8 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _SAFE_OPEN = bool(_DIRECTORY and _NOFOLLOW) and os.open in os.supports_dir_fd
 
 _stats_lock = threading.Lock()
+#: Refused cache directory -> this process's private replacement.
+_private: dict[Path, Path] = {}
 _stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0, "refused": 0}
 
 
@@ -127,67 +133,6 @@ def _refuse(message: str) -> None:
     _count("refused")
     # stacklevel 4: build() -> get()/put() -> check -> here; points at the caller of build.
     warnings.warn(f"relaxvm compile cache: {message}", CacheTrustWarning, stacklevel=4)
-
-
-@cache
-def _source_fingerprint() -> str:
-    """Hash of the code generator's sources (schedules change the TIR, which is keyed)."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-@cache
-def _versions() -> str:
-    import llvmlite
-    import llvmlite.binding as llvm
-
-    import relaxvm
-
-    from .serialize import FORMAT_VERSION
-
-    return "|".join(
-        [
-            f"cache={CACHE_FORMAT}",
-            f"format={FORMAT_VERSION}",
-            f"relaxvm={relaxvm.__version__}",
-            f"llvmlite={llvmlite.__version__}",
-            "llvm=" + ".".join(map(str, llvm.llvm_version_info)),
-            f"codegen={_source_fingerprint()}",
-        ]
-    )
-
-
-def cache_key(funcs: Sequence[tuple[str, PrimFunc]], info: jit.TargetInfo) -> str:
-    """The hex SHA-256 identifying a build of ``funcs`` for ``info``."""
-    digest = hashlib.sha256()
-    target = f"{info.triple}|{info.cpu}|{info.features}|{','.join(info.fastmath)}"
-    digest.update(f"{_versions()}\n{target}\n".encode())
-    for name, func in funcs:
-        text = func.script().encode()
-        # Length-prefixed so that no two different kernel lists hash the same text.
-        digest.update(f"{len(name)}:{name}:{len(text)}:".encode())
-        digest.update(text)
-    return digest.hexdigest()
-
-
-def expected_signatures(funcs: Sequence[tuple[str, PrimFunc]]) -> tuple[KernelSignature, ...]:
-    """The signatures a build of ``funcs`` produces, without compiling anything (the symbols
-    are chosen as :func:`relaxvm_llvm.codegen.compile_prim_funcs` chooses them).
-
-    Raises
-    ------
-    LLVMBuildError
-        A kernel's signature cannot be derived (the build would fail the same way).
-    """
-    funcs = list(funcs)
-    symbols = assign_symbols([name for name, _ in funcs])
-    return tuple(
-        signature_of(func, name, symbol)[0]
-        for (name, func), symbol in zip(funcs, symbols, strict=True)
-    )
 
 
 def _default_directory() -> Path:
@@ -224,6 +169,20 @@ def default_cache() -> CompileCache | None:
     return CompileCache(_default_directory() / "llvm", _max_bytes())
 
 
+def private_directory(refused: Path) -> Path:
+    """Where this process caches instead of the refused directory ``refused``: a directory
+    made by :func:`tempfile.mkdtemp` (mode 0700, a name nobody could prepare in advance),
+    deleted when the process exits. Later builds of this process hit it; other processes
+    compile once each until the configured directory is fixed."""
+    with _stats_lock:
+        found = _private.get(refused)
+        if found is None or not found.parent.is_dir():
+            root = Path(tempfile.mkdtemp(prefix="relaxvm-cache-"))
+            atexit.register(shutil.rmtree, root, True)
+            found = _private[refused] = root / "llvm"
+        return found
+
+
 def _owner_problem(info: os.stat_result) -> str | None:
     """Why a file or directory with this status could hold someone else's bytes, or None."""
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
@@ -255,13 +214,29 @@ class CompileCache:
 
     def _open_directory(self, create: bool) -> int | None:
         """A descriptor of the directory once it is known to be this user's alone, or None
-        (missing, unusable, or refused with a :class:`CacheTrustWarning`).
+        (missing or unusable).
 
         Entries are then opened relative to the descriptor, so swapping the directory for
-        another after the check changes nothing.
+        another after the check changes nothing. A directory that could hold someone else's
+        entries is refused with a :class:`CacheTrustWarning`, and this cache moves to a
+        private directory of this process (:func:`private_directory`) instead.
         """
+        fd, problem = self._open_checked(create)
+        if problem is None or self.directory in _private.values():
+            return fd
+        private = private_directory(self.directory)
+        _refuse(
+            f"{self.directory} {problem}; not using it: this process caches its kernels in "
+            f"the private directory {private} instead. Make it a directory only you can "
+            "write, or set RELAXVM_CACHE_DIR to one"
+        )
+        self.directory = private
+        return self._open_checked(create)[0]
+
+    def _open_checked(self, create: bool) -> tuple[int | None, str | None]:
+        """The directory's descriptor (or None), and why it is refused (or None)."""
         if not _SAFE_OPEN:
-            return None  # no way to open entries relative to a checked directory here
+            return None, None  # no way to open entries relative to a checked directory here
         if create:
             try:
                 self.directory.parent.mkdir(parents=True, exist_ok=True)
@@ -270,28 +245,22 @@ class CompileCache:
                 pass
             except OSError:
                 _count("errors")
-                return None
+                return None, None
         try:
             fd = os.open(self.directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
         except OSError as err:
             if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(self.directory):
-                _refuse(
-                    f"{self.directory} is a symlink; not using it (kernels are compiled "
-                    "without the cache). Make it a real directory, or set RELAXVM_CACHE_DIR"
-                )
-            elif create:
+                return None, "is a symlink"
+            if create:
                 _count("errors")
-            return None
+            return None, None
         problem = _owner_problem(os.fstat(fd))
         if problem is not None:
             os.close(fd)
-            _refuse(
-                f"{self.directory} {problem}; not using it (kernels are compiled without the "
-                f"cache). Run chmod 700 {self.directory} if it is yours, or set "
-                "RELAXVM_CACHE_DIR to a private directory"
-            )
-            return None
-        return fd
+            if "writable" in problem:
+                problem += f"; run chmod 700 {self.directory} if it is yours"
+            return None, problem
+        return fd, None
 
     def get(
         self, key: str, funcs: Sequence[tuple[str, PrimFunc]] | None = None
@@ -317,9 +286,9 @@ class CompileCache:
                 _count("misses")
                 return None
             try:
-                compiled = _decode(data, key)
+                compiled = decode_entry(data, key)
                 if funcs is not None:
-                    _check_request(compiled, funcs)
+                    check_request(compiled, funcs)
             except security.KeyFileError as err:
                 _refuse(f"cannot authenticate entries ({err}); kernels are compiled without it")
                 _count("misses")
@@ -356,7 +325,7 @@ class CompileCache:
                 _refuse(f"entry {self.directory / name} {problem}; ignored and replaced")
                 _unlink(directory, key)
                 return None
-            if info.st_size > max(self.max_bytes, _PREFIX.size + _TAG):
+            if info.st_size > max(self.max_bytes, MIN_ENTRY_BYTES):
                 _count("errors")  # never stored by put(): not ours
                 _unlink(directory, key)
                 return None
@@ -377,7 +346,7 @@ class CompileCache:
         except security.KeyFileError as err:
             _refuse(f"cannot sign entries ({err}); kernels are compiled without it")
             return False
-        data = _encode(key, dumps(compiled), compiled.llvm_ir)
+        data = encode_entry(key, dumps(compiled), compiled.llvm_ir)
         if len(data) > self.max_bytes:  # also: a bound of 0 stores nothing
             return False
         directory = self._open_directory(create=True)
@@ -464,45 +433,3 @@ def _unlink(directory: int, key: str) -> None:
         os.unlink(f"{key}{_SUFFIX}", dir_fd=directory)
     except OSError:
         pass
-
-
-def _encode(key: str, module: bytes, llvm_ir: str) -> bytes:
-    raw_key = key.encode("ascii")
-    text = zlib.compress(llvm_ir.encode("utf-8"), 1)
-    prefix = _PREFIX.pack(_MAGIC, CACHE_FORMAT, len(raw_key), len(module), len(text))
-    body = b"".join((prefix, raw_key, module, text))
-    return body + security.sign(body, purpose=TAG_PURPOSE)
-
-
-def _decode(data: bytes, key: str) -> CompiledObject:
-    """Parse an entry; raises ValueError (or the serializer's errors) when it is bad, and
-    KeyFileError when the user's key is unavailable."""
-    from .serialize import loads
-
-    magic, version, key_size, module_size, text_size = _PREFIX.unpack_from(data)
-    if magic != _MAGIC or version != CACHE_FORMAT:
-        raise ValueError("not a cache entry of this format")
-    body = data[:-_TAG]
-    if len(data) < _PREFIX.size + _TAG or not security.verify(
-        body, data[-_TAG:], purpose=TAG_PURPOSE
-    ):
-        # Written by someone else, under another key, or damaged: never served.
-        raise ValueError("the entry's tag does not verify under the user's key")
-    start = _PREFIX.size
-    if start + key_size + module_size + text_size != len(body):
-        raise ValueError("truncated or padded entry")
-    if body[start : start + key_size] != key.encode("ascii"):
-        raise ValueError("the entry belongs to another key")
-    start += key_size
-    compiled = loads(body[start : start + module_size])
-    llvm_ir = zlib.decompress(body[start + module_size :]).decode("utf-8")
-    return CompiledObject(compiled.object_code, compiled.signatures, compiled.info, llvm_ir)
-
-
-def _check_request(compiled: CompiledObject, funcs: Sequence[tuple[str, PrimFunc]]) -> None:
-    """Raise ValueError unless ``compiled`` holds exactly the kernels ``funcs`` compile to."""
-    names = [name for name, _ in funcs]
-    if [s.name for s in compiled.signatures] != names:
-        raise ValueError("the entry holds other kernels than the ones asked for")
-    if compiled.signatures != expected_signatures(funcs):
-        raise ValueError("the entry's kernel signatures differ from the request's")

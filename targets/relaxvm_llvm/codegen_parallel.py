@@ -16,10 +16,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 from relaxvm.ir import IntImm, PrimExpr, Var
+from relaxvm.ir import op as sop
 from relaxvm.ir.expr_functor import free_vars, post_order_visit
+from relaxvm.ir.expr_functor import substitute as substitute_expr
 from relaxvm.ir.tir import (
     Allocate,
     Buffer,
@@ -50,23 +54,61 @@ _MAX_COST = 1 << 24
 _I64_DTYPE = DataType("int64")
 
 
-def estimate_cost(stmt: Stmt) -> int:
-    """A rough count of element operations for one execution of ``stmt``."""
-    if isinstance(stmt, SeqStmt):
-        return min(_MAX_COST, sum(estimate_cost(s) for s in stmt.seq))
-    if isinstance(stmt, For):
-        extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else _UNKNOWN_EXTENT
-        return min(_MAX_COST, max(1, int(extent)) * estimate_cost(stmt.body))
-    if isinstance(stmt, BufferStore):
-        loads = [0]
-        post_order_visit(stmt.value, lambda n: loads.__setitem__(0, loads[0] + 1))
-        return 1 + loads[0] // 2
-    if isinstance(stmt, IfThenElse):
-        other = estimate_cost(stmt.else_case) if stmt.else_case is not None else 0
-        return 1 + max(estimate_cost(stmt.then_case), other)
-    if isinstance(stmt, (LetStmt, Allocate)):
-        return 1 + estimate_cost(stmt.body)
-    return 1
+def estimate_cost(
+    stmt: Stmt, extent_of: Callable[[PrimExpr], PrimExpr | None] | None = None
+) -> PrimExpr:
+    """A rough count of element operations for one execution of ``stmt``.
+
+    A loop extent counts as its value when it is a constant, or when ``extent_of`` turns it
+    into an expression the caller can evaluate (the kernel knows it at the loop's launch);
+    otherwise as :data:`_UNKNOWN_EXTENT`. The result is capped at :data:`_MAX_COST` at every
+    step, so the run-time product never overflows.
+    """
+
+    def capped(value: PrimExpr) -> PrimExpr:
+        return sop.min_expr(value, _MAX_COST)
+
+    def cost(s: Stmt) -> PrimExpr:
+        if isinstance(s, SeqStmt):
+            total: PrimExpr = IntImm("int64", 0)
+            for item in s.seq:
+                total = capped(sop.add(total, cost(item)))
+            return total
+        if isinstance(s, For):
+            known: PrimExpr | None = s.extent if isinstance(s.extent, IntImm) else None
+            if known is None and extent_of is not None:
+                known = extent_of(s.extent)
+            trips = IntImm("int64", _UNKNOWN_EXTENT) if known is None else known
+            bounded = sop.max_expr(capped(sop.cast(trips, "int64")), 1)
+            return capped(sop.mul(bounded, cost(s.body)))
+        if isinstance(s, BufferStore):
+            loads = [0]
+            post_order_visit(s.value, lambda n: loads.__setitem__(0, loads[0] + 1))
+            return IntImm("int64", 1 + loads[0] // 2)
+        if isinstance(s, IfThenElse):
+            other = cost(s.else_case) if s.else_case is not None else IntImm("int64", 0)
+            return sop.add(sop.max_expr(cost(s.then_case), other), 1)
+        if isinstance(s, (LetStmt, Allocate)):
+            return sop.add(cost(s.body), 1)
+        return IntImm("int64", 1)
+
+    return cost(stmt)
+
+
+def _launch_extent(gen: FunctionCodegen, loop: For) -> Callable[[PrimExpr], PrimExpr | None]:
+    """Inner extents as the kernel can evaluate them where ``loop`` launches: with the loop's
+    variable at its first value, and only variables the kernel has defined there (a chunked
+    loop of 32 parts with symbolic rows per part must count its real rows, not a guess)."""
+
+    def extent_of(extent: PrimExpr) -> PrimExpr | None:
+        first = substitute_expr(extent, {loop.loop_var: loop.min})
+        reads: list[PrimExpr] = []
+        post_order_visit(first, lambda n: reads.append(n) if isinstance(n, BufferLoad) else None)
+        if reads or not all(v in gen.env for v in free_vars(first)):
+            return None
+        return first
+
+    return extent_of
 
 
 def _accessed_buffers(stmt: Stmt) -> tuple[list[Buffer], set[Var]]:
@@ -171,8 +213,8 @@ def emit_parallel(gen: FunctionCodegen, stmt: For) -> None:
     for k, value in enumerate([*values, start]):
         b.store(value, b.gep(slot, [I32(0), I32(k)], inbounds=True))
     closure = b.bitcast(slot, PTR)
-    cost = estimate_cost(stmt.body)
-    work = b.mul(extent, ir.Constant(I64, cost))
+    cost = estimate_cost(stmt.body, _launch_extent(gen, stmt))
+    work = b.mul(extent, gen.cast_value(gen.scalar(cost), cost.dtype, _I64_DTYPE))
     threads = b.load(_declare_global(module, NUM_THREADS_SYMBOL))
     cutoff = b.load(_declare_global(module, PARALLEL_CUTOFF_SYMBOL))
     serial = b.or_(

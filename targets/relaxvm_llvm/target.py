@@ -18,13 +18,13 @@ Target attributes (``Target("llvm -mcpu=... -mattr=... -fastmath=...")``):
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
 from relaxvm.runtime.module import Module
+from relaxvm.security import TRUST_ENV, object_code_trusted
 
 from . import jit
 from .cache import cache_key, default_cache
@@ -45,10 +45,6 @@ __all__ = [
     "serialize",
     "target_info",
 ]
-
-#: Set to ``1`` to run the object code of every loaded file without authenticating it, like
-#: ``dlopen`` of a ``.so``: only for files from a source as trusted as your own compiler.
-TRUST_ENV = "RELAXVM_TRUST_OBJECT_CODE"
 
 DEFAULT_FASTMATH = ("contract", "reassoc", "nsz")
 _ALLOWED_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
@@ -287,16 +283,12 @@ def _own_build(
         return None
 
 
-def _trust_everything() -> bool:
-    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def load(data: bytes, target: Any = None, *, trust: bool = False) -> LLVMModule:
     """Reload serialized kernels, running their object code only if the user trusts it.
 
     The object code is linked as is when the file's tag verifies under the user's key
-    (:mod:`relaxvm.security`: the file was exported by this user), or when ``trust`` or
-    ``RELAXVM_TRUST_OBJECT_CODE=1`` says so. Otherwise the kernels are rebuilt from the
+    (:mod:`relaxvm.security`: the file was exported by this user), or when ``trust``,
+    ``relaxvm.load_module(path, trust=True)`` or ``RELAXVM_TRUST_OBJECT_CODE=1`` says so. Otherwise the kernels are rebuilt from the
     file's TIR through the normal build (the compile cache applies), and the rebuilt
     kernels must match the file's signatures.
 
@@ -308,7 +300,7 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> LLVMModule:
         or TIR that does not compile to the kernels the file declares.
     """
     loaded = read(data)
-    if loaded.authentic or trust or _trust_everything():
+    if loaded.authentic or trust or object_code_trusted():
         check_cpu(loaded.compiled.info.cpu, loaded.compiled.info.features)
         try:
             module = LLVMModule(loaded.compiled, tir=loaded.tir)
@@ -324,7 +316,7 @@ def _rebuild(declared: CompiledObject, tir: bytes) -> LLVMModule:
     how = (
         "export the model again on this machine (exports are signed with your key, "
         "relaxvm.security), or, only if you trust whoever wrote the file as you trust a .so, "
-        f"set {TRUST_ENV}=1"
+        f"load it with relaxvm.load_module(path, trust=True) (or set {TRUST_ENV}=1)"
     )
     if not tir:
         raise ExecutableFormatError(

@@ -42,8 +42,8 @@ __all__ = ["MAX_SCRATCH_BYTES", "harden"]
 
 #: Largest scratch buffer untrusted TIR may allocate.
 MAX_SCRATCH_BYTES = 64 << 20
-# The op named by a failed check's message (INDEX_CHECK_OPS[0], "take"): a tampered kernel.
-_OP = 0
+# The op a failed check's message names: a kernel rebuilt from a file nobody vouched for.
+_OP = "untrusted kernel"
 
 
 def _refuse(name: str, why: str) -> ExecutableFormatError:

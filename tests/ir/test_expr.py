@@ -351,3 +351,22 @@ def test_primexpr_is_the_common_base() -> None:
         Var(3)  # type: ignore[arg-type]
     with pytest.raises(VMTypeError, match="Var: DataType: cannot parse data type 'int77'"):
         Var("n", "int77")
+
+
+@pytest.mark.parametrize("fold", ["min", "max"])
+def test_constant_min_max_propagate_nan_like_numpy(fold: str) -> None:
+    # Folding T.min/T.max of constants gives what every target computes at run time:
+    # numpy's minimum/maximum, where a NaN on either side wins.
+    from relaxvm.ir import evaluate
+    from relaxvm.ir import op as sop
+
+    make = sop.min_expr if fold == "min" else sop.max_expr
+    reference = np.minimum if fold == "min" else np.maximum
+    for a, b in [(float("nan"), 1.0), (1.0, float("nan")), (-0.0, 0.0), (2.0, -3.0)]:
+        folded = make(FloatImm(a, "float32"), FloatImm(b, "float32"))
+        want = reference(np.float32(a), np.float32(b))
+        got = folded.value if isinstance(folded, FloatImm) else evaluate(folded, {})
+        if np.isnan(want):
+            assert np.isnan(got), (a, b, folded)
+        else:
+            assert got == want, (a, b, folded)

@@ -27,6 +27,8 @@ __all__ = [
     "is_bool_dtype",
     "is_float_dtype",
     "is_int_dtype",
+    "maximum",
+    "minimum",
     "truncdiv",
     "truncmod",
 ]
@@ -67,6 +69,25 @@ def truncmod(a: Scalar, b: Scalar) -> Scalar:
     if isinstance(a, float) or isinstance(b, float):
         return math.fmod(a, b)
     return a - truncdiv(a, b) * b
+
+
+def minimum(a: Scalar, b: Scalar) -> Scalar:
+    """``min`` that propagates NaN from either side, like numpy's ``minimum`` (and every
+    target's ``T.min``); Python's ``min(1.0, nan)`` would drop it."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+def maximum(a: Scalar, b: Scalar) -> Scalar:
+    """``max`` that propagates NaN from either side, like numpy's ``maximum``."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
 
 
 def cast_scalar(value: Scalar, dtype: DataType) -> Scalar:

@@ -9,7 +9,6 @@ expression takes the expression's type. The Python operators on :class:`PrimExpr
 
 from __future__ import annotations
 
-import builtins
 import operator
 from typing import Any, ClassVar
 
@@ -132,14 +131,14 @@ class Min(BinaryOpExpr):
     """``T.min(a, b)``."""
 
     __slots__ = ()
-    _scalar_fn = staticmethod(builtins.min)
+    _scalar_fn = staticmethod(_scalar.minimum)
 
 
 class Max(BinaryOpExpr):
     """``T.max(a, b)``."""
 
     __slots__ = ()
-    _scalar_fn = staticmethod(builtins.max)
+    _scalar_fn = staticmethod(_scalar.maximum)
 
 
 class CmpExpr(BinaryOpExpr):

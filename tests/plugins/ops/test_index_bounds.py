@@ -208,3 +208,37 @@ def test_checked_take_kernel_prints_and_parses_back() -> None:
     assert "T.check_index(" in func.script()
     source = "from relaxvm.script import tir as T\n" + func.script()
     assert structural_equal(relaxvm.script.from_source(source), func)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_one_dimensional_gather_checks_while_gathering(target: str) -> None:
+    # A 1-d gather checks its indices in the gather loop itself (parallel parts, a clamped
+    # read for a bad index): the error still names the first bad index in order, and a bad
+    # index never reads outside the table, wherever it falls among the parts.
+    from relaxvm.ir import Var as SymVar
+
+    n, m = SymVar("n"), SymVar("m")
+    table = Var("table", TensorStructInfo([m], "float32"))
+    i = Var("i", TensorStructInfo([n], "int64"))
+    bb = BlockBuilder()
+    with bb.function("main", [table, i]):
+        bb.emit_func_output(bb.emit(rop.take(table, i, axis=0)))
+    with _target(target):
+        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), relaxvm.cpu())
+        rng = np.random.default_rng(7)
+        data = rng.standard_normal(50).astype("float32")
+        for count in (1, 31, 33, 1000):
+            idx = rng.integers(-50, 50, size=count).astype("int64")
+            got = vm["main"](relaxvm.tensor(data), relaxvm.tensor(idx)).numpy()
+            np.testing.assert_array_equal(got, np.take(data, idx))
+            for where in sorted({0, count // 2, count - 1}):
+                bad = idx.copy()
+                bad[where] = -51
+                bad[count - 1 :] = 2**62 if where < count - 1 else bad[count - 1 :]
+                with pytest.raises(VMIndexError, match=_message(-51, "axis 0", 50)):
+                    vm["main"](relaxvm.tensor(data), relaxvm.tensor(bad))
+        empty = np.zeros(0, dtype="float32")
+        with pytest.raises(VMIndexError, match=_message(0, "axis 0", 0)[:30]):
+            vm["main"](relaxvm.tensor(empty), relaxvm.tensor(np.array([0], dtype="int64")))
+        got = vm["main"](relaxvm.tensor(empty), relaxvm.tensor(np.zeros(0, dtype="int64")))
+        assert got.numpy().shape == (0,)

@@ -184,10 +184,15 @@ def test_symlinked_cache_directory_is_refused(cache_dir: Path, tmp_path: Path) -
     cache_dir.parent.mkdir(parents=True)
     cache_dir.symlink_to(real, target_is_directory=True)
     for _ in range(2):
-        with pytest.warns(CacheTrustWarning, match="symlink"):
+        with pytest.warns(CacheTrustWarning, match="symlink.*private directory"):
             _check_scale(build(_scale(7.0)), 7.0)
-    assert cache.stats()["hits"] == 0 and cache.stats()["stores"] == 0
+    # Never read or written through the link; this process cached privately instead, so the
+    # second build was a hit there.
+    assert cache.stats()["hits"] == 1 and cache.stats()["stores"] == 1
     assert sorted(p.name for p in real.iterdir()) == before
+    private = cache.private_directory(cache_dir)
+    assert private.is_dir() and stat.S_IMODE(private.parent.stat().st_mode) == 0o700
+    assert len(list(private.glob("*.rvmc"))) == 1
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o707, 0o777, 0o1777])
@@ -198,11 +203,16 @@ def test_group_or_world_writable_directory_is_refused(cache_dir: Path, mode: int
         _check_scale(build(_scale(8.0)), 8.0)
     with pytest.warns(CacheTrustWarning, match=f"chmod 700 {cache_dir}"):
         _check_scale(build(_scale(8.5)), 8.5)
-    assert cache.stats()["hits"] == 0 and cache.stats()["stores"] == 0
-    assert cache.stats()["refused"] == 4  # two lookups, two stores
+    assert cache.stats()["hits"] == 0 and cache.stats()["stores"] == 2  # both private
+    assert cache.stats()["refused"] == 2  # once per build: the lookup moves it to private
+    assert {p.name for p in cache_dir.iterdir()} == {f"{_key(8.0)}.rvmc"}  # nothing written
+    cache.reset_stats()
+    with pytest.warns(CacheTrustWarning):
+        build(_scale(8.5))
+    assert cache.stats()["hits"] == 1  # from the private directory
     cache_dir.chmod(0o700)  # fixed as the warning says: used again
     build(_scale(8.0))
-    assert cache.stats()["hits"] == 1
+    assert cache.stats()["hits"] == 2
 
 
 def _foreign_owner(patch: pytest.MonkeyPatch, path: Path, directory: bool) -> None:
@@ -241,7 +251,8 @@ def test_directory_owned_by_another_user_is_refused(
     _foreign_owner(monkeypatch, cache_dir, directory=True)
     with pytest.warns(CacheTrustWarning, match="owned by uid 4242"):
         _check_scale(build(_scale(10.0)), 10.0)
-    assert cache.stats()["hits"] == 0 and cache.stats()["stores"] == 0
+    assert cache.stats()["hits"] == 0 and cache.stats()["stores"] == 1  # privately
+    assert cache.private_directory(cache_dir).is_dir()
 
 
 def test_unusable_key_compiles_without_the_cache(

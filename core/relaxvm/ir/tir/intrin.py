@@ -316,7 +316,7 @@ def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> PrimExpr:
 # ---- index checks ----------------------------------------------------------------------------
 #: The ops a ``check_index`` names in its message, by code (the code is an operand, so a
 #: serialized kernel stays plain data). Append new names; never renumber.
-INDEX_CHECK_OPS = ("take", "gather", "scatter", "embedding", "one_hot")
+INDEX_CHECK_OPS = ("take", "gather", "scatter", "embedding", "one_hot", "untrusted kernel")
 
 #: The axis operand of a check on a flattened tensor (``take`` with ``axis=None``).
 FLAT_AXIS = -1
