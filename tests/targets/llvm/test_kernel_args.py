@@ -203,3 +203,21 @@ def test_empty_arguments_never_overlap(module: Any) -> None:
     empty = np.zeros(0, "float32")
     module["add"](empty, empty, empty)
     module["add"].fast_call(tensor(empty), tensor(empty), tensor(empty))
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_two_storages_over_one_block_are_refused_on_the_fast_path(module: Any, name: str) -> None:
+    # vm.builtin.ensure_zero_offset views the same memory through a second Storage object:
+    # the Tensor path compares addresses, not Storage identity.
+    from relaxvm.registry import get_global_func
+
+    whole = tensor(np.arange(32, dtype="float32"))
+    aligned = get_global_func("vm.builtin.ensure_zero_offset")(
+        whole.view((4,), relative_byte_offset=64)
+    )
+    assert aligned.storage is not whole.storage and aligned.byte_offset == 0
+    a = whole.view((4,), relative_byte_offset=64)  # the same four elements, other Storage
+    b = tensor(np.ones(4, "float32"))
+    with pytest.raises(VMValueError, match="output parameter 'C' overlaps parameter 'A'"):
+        module[name].fast_call(a, b, aligned)
+    np.testing.assert_array_equal(whole.numpy(), np.arange(32))

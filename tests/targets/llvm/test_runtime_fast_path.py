@@ -19,7 +19,7 @@ from relaxvm.ir.tir import Buffer, BufferStore, For, ForKind, PrimFunc, te
 from relaxvm.runtime import Device, tensor
 from relaxvm_llvm import parallel
 from relaxvm_llvm.errors import KernelRuntimeError
-from relaxvm_llvm.kernel import _MISSING
+from relaxvm_llvm.kernel_callers import _MISSING
 
 
 @pytest.fixture(scope="module")
