@@ -22,11 +22,18 @@ class TargetError(RegistryError):
     """A target string, dict or attribute is malformed."""
 
 
+#: Characters that make shlex's splitting differ from splitting at spaces.
+_QUOTING = frozenset("'\"\\")
+
+
 def _parse_string(text: str) -> tuple[str, dict[str, Any]]:
-    try:
-        words = shlex.split(text)
-    except ValueError as err:
-        raise TargetError(f"Target: cannot parse {text!r}: {err}") from None
+    if text.isascii() and text.isprintable() and not _QUOTING & set(text):
+        words = text.split()  # what shlex gives for plain text (spaces only), at no cost
+    else:
+        try:
+            words = shlex.split(text)
+        except ValueError as err:
+            raise TargetError(f"Target: cannot parse {text!r}: {err}") from None
     if not words:
         raise TargetError("Target: empty target string")
     kind, attrs = words[0], {}

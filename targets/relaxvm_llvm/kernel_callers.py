@@ -8,8 +8,10 @@ anything else to the general one.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,6 +95,13 @@ def element_strides(arg: Any, ndim: int) -> tuple[int, ...] | None:
             return None
         result.append(count)
     return tuple(result)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(source: str) -> CodeType:
+    """The code object of a caller's source: kernels of one signature (every load of a model
+    in a process, kernels alike across models) compile their callers once."""
+    return compile(source, "<relaxvm_llvm kernel caller>", "exec")
 
 
 def general_caller(kernel: Kernel) -> Callable[..., None]:
@@ -204,7 +213,7 @@ def general_caller(kernel: Kernel) -> Callable[..., None]:
     var_args = [f"v[{i}]" for i in range(nvars)]
     lines.append(f"    _done(_cfunc({', '.join(ptrs + var_args)}))")
     namespace = dict(consts)
-    exec("\n".join(lines), namespace)  # generated from validated signature data only
+    exec(_compiled("\n".join(lines)), namespace)  # from validated signature data only
     return namespace["call"]  # type: ignore[no-any-return]
 
 
@@ -307,5 +316,5 @@ def tensor_caller(kernel: Kernel, general: Callable[..., None]) -> Callable[...,
     args = ", ".join(ptrs + [f"v{i}" for i in range(len(sig.var_names))])
     lines += [f"    status = _cfunc({args})", "    if status: _fail(status)"]
     namespace = dict(consts)
-    exec("\n".join(lines), namespace)  # generated from validated signature data only
+    exec(_compiled("\n".join(lines)), namespace)  # from validated signature data only
     return namespace["call"]  # type: ignore[no-any-return]

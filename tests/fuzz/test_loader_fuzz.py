@@ -67,10 +67,10 @@ SOLO_TIMEOUT = 30.0
 #: Classes where a loaded-and-run case must give the untampered result (see the docstring).
 STRICT_CLASSES = {"raw", "kernel_header", "object_code"}
 #: A strict class may differ from the reference by float rounding only (worker RTOL/ATOL):
-#: when the tag fails, the kernels are rebuilt from the TIR with the file's fast-math flags
-#: and CPU features, which are data like the rest of the file (validated, not trusted); an
-#: edit there compiles the same kernels with other rounding. A wrong kernel (swapped symbols,
-#: foreign code) is far outside that tolerance and still fails.
+#: when the tag fails, the kernels are rebuilt from the TIR for this host, keeping only the
+#: file's fast-math flags, which describe the program like its TIR does (validated against a
+#: fixed list, not trusted); an edit there compiles the same kernels with other rounding. A
+#: wrong kernel (swapped symbols, foreign code) is far outside that tolerance and still fails.
 ALLOW_ROUNDING = True
 #: Mutation classes whose failures come from unfinished work elsewhere in the tree, each with
 #: what is missing. Empty when the whole contract holds; never used to hide a real bug.

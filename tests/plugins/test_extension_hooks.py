@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hypothesis
 import pytest
 
 from relaxvm import hookimpl
@@ -167,3 +168,31 @@ def test_target_errors(spec, error, message):
     toy = [*_builtins(), FakeEntryPoint("toyplugin", _Plugin())]
     with isolated_plugins(toy), pytest.raises(error, match=message):
         Target(spec)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    hypothesis.strategies.text(
+        alphabet=hypothesis.strategies.sampled_from(list("ab-=+,. \t'\"\\#x9")), max_size=24
+    )
+)
+def test_target_strings_split_like_shlex(text: str) -> None:
+    # Plain target strings skip shlex (it costs about 0.3 ms a load); the words must be the
+    # ones shlex gives, and quoting still works.
+    import shlex
+
+    from relaxvm.target import _parse_string
+
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        with pytest.raises(TargetError, match="cannot parse"):
+            _parse_string(text)
+        return
+    if not words or any(not w.startswith("-") or w == "-" for w in words[1:]):
+        with pytest.raises(TargetError):
+            _parse_string(text)
+        return
+    kind, attrs = _parse_string(text)
+    assert kind == words[0]
+    assert list(attrs) == [w.lstrip("-").partition("=")[0] for w in words[1:]]
