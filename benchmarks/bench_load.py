@@ -149,7 +149,7 @@ def _time_inference(example: object, path: str, batch: int, number: int) -> None
         main_fn = relaxvm.VirtualMachine(relaxvm.load_module(path), relaxvm.cpu())["main"]
         os.environ.pop("RELAXVM_CACHE", None)
         main_fn(x, *weights)
-        best, median = _time(lambda: main_fn(x, *weights), number)
+        best, median = _time(lambda fn=main_fn: fn(x, *weights), number)
         base = base or best
         print(f"{label:34s} {best:9.2f} {median:10.2f}  {best / base:5.2f}x")
 
