@@ -65,9 +65,22 @@ __all__ = [
 
 #: Parallel parts of a checked gather, each with the largest key of the indices it read.
 CHECK_CHUNKS = 32
+#: Index reads per part below which a nest of known size is split into fewer parts.
+MIN_PART_READS = 16384
 
 #: A loop of a nest: its variable and extent (the loop runs from 0).
 Loop = tuple[Var, PrimExpr]
+
+
+def _part_count(loops: Sequence[Loop]) -> int:
+    """Parallel parts for a nest: :data:`CHECK_CHUNKS`, or fewer for a known small nest (each
+    part ends with a horizontal reduction; a few thousand reads need no split)."""
+    if not loops:
+        return 1
+    reads = product([extent for _, extent in loops])
+    if not isinstance(reads, IntImm):
+        return CHECK_CHUNKS
+    return max(1, min(CHECK_CHUNKS, -(-int(reads.value) // MIN_PART_READS)))
 
 
 def _nest(body: Stmt, loops: Sequence[Loop], kind: ForKind = ForKind.SERIAL) -> Stmt:
@@ -147,10 +160,12 @@ def checked_index_loops(
     )
 
     part = Var("part", "int64")
-    parts = CHECK_CHUNKS if loops else 1
-    if loops:
+    parts = _part_count(loops)
+    if parts == 1:
+        read = _nest(read, loops)
+    else:
         (first, outer), rest = loops[0], loops[1:]
-        chunk = sop.floordiv(sop.add(outer, CHECK_CHUNKS - 1), CHECK_CHUNKS)
+        chunk = sop.floordiv(sop.add(outer, parts - 1), parts)
         start = sop.mul(part, chunk)
         rows = sop.max_expr(sop.min_expr(sop.sub(outer, start), chunk), 0)
         read = For(first, start, rows, ForKind.SERIAL, _nest(read, rest))
@@ -159,7 +174,7 @@ def checked_index_loops(
         part,
         0,
         parts,
-        ForKind.PARALLEL if loops else ForKind.SERIAL,
+        ForKind.PARALLEL if parts > 1 else ForKind.SERIAL,
         Allocate(
             seen,
             seq(
