@@ -9,13 +9,15 @@ host target. It is built from a string in TVM's spelling (``"llvm -mcpu=skylake
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from .errors import RegistryError
 from .registry.extensions import TargetKind, get_target_kind
 
-__all__ = ["Target", "TargetKind"]
+__all__ = ["Target", "TargetError", "TargetKind"]
 
 
 class TargetError(RegistryError):
@@ -66,6 +68,17 @@ class Target:
     attrs : dict
         The kind's defaults overridden by the given attributes.
     host : Target or None
+
+    Examples
+    --------
+    A target is also a scope, as in TVM: inside ``with Target("llvm"):``,
+    :meth:`Target.current` returns it and ``relaxvm.compile(mod)`` compiles for it.
+
+    >>> with Target("llvm"):
+    ...     Target.current().kind_name
+    'llvm'
+    >>> Target.current() is None
+    True
     """
 
     __slots__ = ("attrs", "host", "kind")
@@ -94,6 +107,53 @@ class Target:
         defaults.update(given)
         self.attrs = defaults
         self.host = Target(host) if host is not None else None
+
+    # ---- scoping (TVM's ``with target:`` and ``Target.current()``) -------------------------
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The target of the innermost enclosing ``with Target(...):`` block of this thread.
+
+        Parameters
+        ----------
+        allow_none : bool
+            With ``True`` (the default, as in TVM), return ``None`` outside every block;
+            with ``False``, raise instead.
+
+        Returns
+        -------
+        Target or None
+
+        Raises
+        ------
+        TargetError
+            ``allow_none`` is false and no target scope is active.
+        """
+        stack = _scope_stack()
+        if stack:
+            return stack[-1]
+        if not allow_none:
+            raise TargetError(
+                "Target.current: no target is in scope; enter one with `with Target(...):` "
+                "or pass allow_none=True"
+            )
+        return None
+
+    def __enter__(self) -> Target:
+        _scope_stack().append(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        stack = _scope_stack()
+        # Scopes nest, so the innermost one is this target (the same object, not merely an
+        # equal one); anything else means the blocks were entered and exited out of order.
+        if not stack or stack[-1] is not self:
+            raise TargetError(f"Target.__exit__: {self!r} is not the innermost target scope")
+        stack.pop()
 
     @property
     def kind_name(self) -> str:
@@ -129,3 +189,14 @@ class Target:
 
     def __hash__(self) -> int:
         return hash(str(self))
+
+
+#: Each thread has its own stack of ``with Target(...):`` scopes, as TVM's thread-local one.
+_scopes = threading.local()
+
+
+def _scope_stack() -> list[Target]:
+    stack: list[Target] | None = getattr(_scopes, "stack", None)
+    if stack is None:
+        stack = _scopes.stack = []
+    return stack

@@ -383,7 +383,9 @@ def test_builtin_misuse_by_a_program_is_a_relaxvm_error(mode: str) -> None:
     vm = _calling("vm.builtin.shape_of", mode)
     with pytest.raises(VMTypeError) as caught:
         vm["main"]("s")
-    assert str(caught.value).startswith("vm.builtin.shape_of cannot handle what the program")
+    assert str(caught.value).startswith(
+        "vm.builtin.shape_of (registered by plugin 'builtins') cannot handle what the program"
+    )
     assert type(caught.value.__cause__) is TypeError
     assert getattr(caught.value, "__notes__", None) == [
         "  in VM function 'main', instruction 0: call vm.builtin.shape_of"

@@ -67,7 +67,7 @@ def _check_input(mod: Any) -> IRModule:
 
 
 def build(
-    mod: IRModule,
+    mod: IRModule | Function,
     target: str | Mapping[str, Any] | Target | None = None,
     params: Mapping[str, Any] | None = None,
     relax_pipeline: str | Pass | None = "default",
@@ -77,12 +77,15 @@ def build(
 
     Parameters
     ----------
-    mod : IRModule
-        Relax functions (and optionally PrimFuncs) to compile.
+    mod : IRModule or relax.Function
+        Relax functions (and optionally PrimFuncs) to compile; a lone Relax function is
+        compiled as ``main``.
     target : str, dict, Target or None
-        ``"llvm"``, ``Target("llvm -mcpu=...")``... With ``None``, a module that needs kernels
-        is built for ``llvm`` when that kind is installed; a module without kernels needs no
-        target.
+        ``"llvm"``, ``Target("llvm -mcpu=...")``... With ``None``, the target of the enclosing
+        ``with Target(...):`` block (:meth:`Target.current`), as in TVM; outside one, a module
+        that needs kernels is built for ``llvm`` when that kind is installed, and a module
+        without kernels needs no target. The build runs inside the target's scope, so passes
+        and target builders see it as :meth:`Target.current`.
     params : mapping of str to array, optional
         Values bound to ``main``'s parameters of those names (``BindParams``) before the
         pipeline.
@@ -107,7 +110,20 @@ def build(
     if exec_mode not in EXEC_MODES:
         raise ValueError(f"Unknown exec_mode {exec_mode!r}; expected one of {EXEC_MODES}")
     mod = _check_input(mod)
-    resolved = _as_target(target)
+    resolved = _as_target(target) if target is not None else Target.current()
+    if resolved is None:
+        return _build(mod, None, params, relax_pipeline, exec_mode)
+    with resolved:
+        return _build(mod, resolved, params, relax_pipeline, exec_mode)
+
+
+def _build(
+    mod: IRModule,
+    resolved: Target | None,
+    params: Mapping[str, Any] | None,
+    relax_pipeline: str | Pass | None,
+    exec_mode: str,
+) -> Executable:
     if params:
         from ..transform.bind_params import BindParams
 
@@ -170,7 +186,7 @@ def _link_kernels(executable: Executable, kernels: Mapping[Any, PrimFunc], targe
 
 
 def compile(
-    mod: IRModule,
+    mod: IRModule | Function,
     target: str | Mapping[str, Any] | Target | None = None,
     *,
     relax_pipeline: str | Pass | None = "default",
@@ -179,7 +195,7 @@ def compile(
 ) -> Executable:
     """Compile a Relax module into an :class:`~relaxvm.Executable` (TVM's ``tvm.compile``).
 
-    See :func:`build` for the parameters; ``target`` may be ``None``, ``"llvm"``, ``"cuda"``
-    or a :class:`~relaxvm.target.Target`.
+    :func:`build` with keyword-only options (see it for the parameters); ``target`` may be
+    ``None``, ``"llvm"``, ``"cuda"``, a dict or a :class:`~relaxvm.target.Target`.
     """
     return build(mod, target, params, relax_pipeline, exec_mode)

@@ -23,15 +23,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelaxVMError
-from .common import CLIError, format_ms, load_executable, read_inputs
+from .common import CLIError, format_ms, load_executable
+from .inputs import (
+    ParamSpec,
+    add_input_arguments,
+    bind_inputs,
+    params_from_executable,
+    params_from_function,
+    to_vm_value,
+)
+from .random_inputs import describe, infer_dims, parse_dims, random_value, symbolic_names
 
-__all__ = ["add_commands", "load_model", "random_inputs"]
+__all__ = ["add_commands", "load_model"]
 
 
 def add_commands(commands: Any) -> None:
     """Add ``compile`` and ``bench`` to the ``relaxvm`` subcommand parser."""
     compile_cmd = commands.add_parser(
         "compile",
+        aliases=["build"],
         help="compile a model file (script format) into an executable file",
         description="Run MODEL.py, take the IRModule it defines (an @I.ir_module class or any "
         "IRModule at top level; --module picks one when there are several), compile it and "
@@ -55,20 +65,23 @@ def add_commands(commands: Any) -> None:
     bench = commands.add_parser(
         "bench",
         help="time a function of a model file or executable",
-        description="Time FUNC with time_evaluator. Inputs come from .npy files or an .npz "
-        "file; for a model file they may instead be random, made from the parameter "
-        "annotations (give symbolic sizes with --dim n=64).",
+        description="Time FUNC with time_evaluator. Inputs are given as for run (.npy files, "
+        "--inputs, --params, --arg, in any order); for a model file, every parameter left "
+        "without a value gets a random one made from its annotation (give symbolic sizes "
+        "with --dim n=64).",
     )
-    bench.add_argument("file", metavar="MODEL.py|EXE.rvm")
-    bench.add_argument("inputs", nargs="*", metavar="X.npy", help="one .npy file per parameter")
-    bench.add_argument("--inputs", dest="npz", metavar="INPUTS.npz", help="all inputs in one .npz")
-    bench.add_argument("--func", default="main", help="the function to time (default: main)")
+    add_input_arguments(bench, "time")
     bench.add_argument(
         "--dim",
         action="append",
         default=[],
         metavar="NAME=SIZE",
         help="the size of a symbolic dimension for random inputs; may be repeated",
+    )
+    bench.add_argument(
+        "--profile",
+        action="store_true",
+        help="after timing, run once with the profiler and print its per-op table",
     )
     bench.add_argument("--number", type=int, default=10, help="calls per measurement")
     bench.add_argument("--repeat", type=int, default=5, help="measurements")
@@ -163,107 +176,83 @@ def _cmd_compile(options: argparse.Namespace) -> int:
 
 
 # -- bench ---------------------------------------------------------------------------------------
-def _parse_dims(specs: Sequence[str]) -> dict[str, int]:
-    dims: dict[str, int] = {}
-    for spec in specs:
-        key, sep, value = spec.partition("=")
-        if not sep or not key or not value.strip().lstrip("-").isdigit():
-            raise CLIError(f"--dim {spec!r}: expected NAME=SIZE, e.g. --dim n=64")
-        if int(value) < 0:
-            raise CLIError(f"--dim {spec!r}: a size must be >= 0")
-        dims[key.strip()] = int(value)
-    return dims
-
-
-def random_inputs(func: Any, dims: dict[str, int], seed: int = 0) -> list[np.ndarray]:
-    """Random arrays matching the tensor parameters of a Relax function.
-
-    Raises
-    ------
-    CLIError
-        A parameter is not a tensor of known rank and dtype, or a symbolic size has no --dim.
-    """
-    from ..ir import IntImm, evaluate, free_vars
-    from ..ir.relax import TensorStructInfo
-
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for param in func.params:
-        sinfo = param.struct_info
-        values = sinfo.shape_values if isinstance(sinfo, TensorStructInfo) else None
-        if values is None or sinfo.dtype is None:
-            raise CLIError(
-                f"cannot make a random input for parameter {param.name_hint!r} ({sinfo}); "
-                "give the inputs as .npy/.npz files"
-            )
-        shape = []
-        for dim in values:
-            if isinstance(dim, IntImm):
-                shape.append(int(dim.value))
-                continue
-            missing = sorted(v.name for v in free_vars(dim) if v.name not in dims)
-            if missing:
-                raise CLIError(
-                    f"parameter {param.name_hint!r} has symbolic size {dim}: give "
-                    + " ".join(f"--dim {name}=SIZE" for name in missing)
-                )
-            shape.append(int(evaluate(dim, {v: dims[v.name] for v in free_vars(dim)})))
-        dtype = str(sinfo.dtype)
-        if dtype == "bool":
-            arrays.append(rng.random(shape) < 0.5)
-        elif dtype.startswith(("int", "uint")):
-            arrays.append(rng.integers(0, 8, shape).astype(dtype))
-        else:
-            arrays.append(rng.standard_normal(shape).astype(dtype))
-    return arrays
-
-
 def _cmd_bench(options: argparse.Namespace) -> int:
-    from ..runtime import cpu, tensor
+    from ..runtime import cpu
     from ..vm.interpreter import VirtualMachine
 
     if options.number < 1 or options.repeat < 1:
         raise CLIError("--number and --repeat must be >= 1")
     out = sys.stdout
-    func = None
-    if options.file.endswith(".py"):
+    name = options.func
+    model = options.file.endswith(".py")
+    dims: dict[str, int] = {}
+    if model:
         _, mod = load_model(options.file, options.module)
-        if options.func not in mod:
-            raise CLIError(f"{options.file} has no function {options.func!r}")
-        func = mod[options.func]
+        if name not in mod:
+            raise CLIError(f"{options.file} has no function {name!r}")
+        specs = params_from_function(mod[name])
+        # Checked before compiling: a misspelt --dim must not cost a compilation.
+        dims = parse_dims(options.dim, symbolic_names(specs), name)
+        bound = bind_inputs(options, specs, name)
         started = time.perf_counter()
         ex = _compile(mod, options)
         print(f"compiled for {options.target} in {time.perf_counter() - started:.2f} s", file=out)
     else:
         ex = load_executable(options.file)
-    if not ex.has_function(options.func):
+        if options.dim:
+            raise CLIError(
+                "--dim sizes random inputs, which need the model file (its annotations); "
+                f"{options.file} is an executable"
+            )
+    if not ex.has_function(name):
         raise CLIError(
-            f"{options.file} has no function {options.func!r}; its functions are "
+            f"{options.file} has no function {name!r}; its functions are "
             f"{', '.join(ex.function_names())}"
         )
+    if not model:
+        specs = params_from_executable(ex, name)
+        bound = bind_inputs(options, specs, name)
+        if len(bound) < len(specs):
+            missing = ", ".join(spec.name for spec in specs if spec.name not in bound)
+            raise CLIError(
+                f"an executable file needs its inputs (no value for {missing}): give them as "
+                "for run, or bench the model file, whose annotations make random inputs"
+            )
+    args, source = _bench_inputs(specs, bound, dims)
     device = cpu()
     vm = VirtualMachine(ex, device)
-    name = options.func
-    params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
-    if options.inputs or options.npz:
-        args, kwargs = read_inputs(options, params)
-        source = "given inputs"
-    elif func is not None:
-        args, kwargs = random_inputs(func, _parse_dims(options.dim)), {}
-        source = "random inputs " + ", ".join(str(a.shape) for a in args)
-    else:
-        raise CLIError(
-            "an executable file needs its inputs (.npy files or --inputs FILE.npz); random "
-            "inputs need the model file, which has the parameter annotations"
-        )
-    vm.set_input(name, *[tensor(a) for a in args], **{k: tensor(v) for k, v in kwargs.items()})
-    result = vm.time_evaluator(
-        "invoke_stateful", device, number=options.number, repeat=options.repeat
-    )(name)
+    result = vm.time_evaluator(name, device, number=options.number, repeat=options.repeat)(*args)
     print(
         f"{name} on {source}: mean {format_ms(result.mean)}, median {format_ms(result.median)}, "
         f"min {format_ms(result.min)}, std {format_ms(result.std)} "
         f"({options.repeat} x {options.number} calls)",
         file=out,
     )
+    if options.profile:
+        profile = getattr(vm, "profile", None)
+        if profile is None:
+            raise CLIError("--profile: profiling is not available (no VirtualMachine.profile)")
+        print(profile(name, *args).table(), file=out)
     return 0
+
+
+def _bench_inputs(
+    specs: Sequence[ParamSpec], bound: dict[str, Any], dims: dict[str, int]
+) -> tuple[list[Any], str]:
+    """The VM arguments (given ones converted, the others random) and how to describe them."""
+    infer_dims(specs, bound, dims)
+    rng = np.random.default_rng(0)
+    args, made = [], []
+    for spec in specs:
+        if spec.name in bound:
+            args.append(to_vm_value(spec, bound[spec.name]))
+        else:
+            args.append(random_value(spec, dims, rng))
+            made.append((spec.name, describe(args[-1])))
+    if not made:
+        return args, "given inputs"
+    given = [spec.name for spec in specs if spec.name in bound]
+    if not given:
+        return args, "random inputs " + ", ".join(text for _, text in made)
+    random = ", ".join(f"{name} {text}" for name, text in made)
+    return args, f"given {', '.join(given)} and random {random}"

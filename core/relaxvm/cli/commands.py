@@ -5,17 +5,21 @@ Subcommands
 ``demo``
     Build, save, load and run a small program; compare with numpy (exit 1 on a mismatch).
 ``plugins``
-    The installed plugins, their status and what they registered (``-v``: every registration);
-    a broken plugin is listed with its reason, and the command exits with status 1.
+    The installed plugins, their status, and per plugin its functions, legalizations and
+    targets (``-v``: every registration and its fate; ``--json``: the same facts as JSON); a
+    broken plugin is listed with its reason, and the command exits with status 1
+    (:mod:`relaxvm.cli.plugin_list`).
 ``inspect FILE``
     Show a saved executable as text, as Python, or as statistics.
 ``run FILE``
-    Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files.
-``compile MODEL.py`` / ``bench MODEL.py|FILE``
-    Compile a model file into an executable; time a function (see :mod:`relaxvm.cli.build`).
+    Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files and
+    ``--arg NAME=VALUE`` scalars, bound by parameter name (:mod:`relaxvm.cli.inputs`).
+``compile MODEL.py`` (alias ``build``) / ``bench MODEL.py|FILE``
+    Compile a model file into an executable; time (and ``--profile``) a function, on given
+    or random inputs (see :mod:`relaxvm.cli.build`).
 
-Every expected failure (a missing or corrupt file, an unknown function, bad inputs, a failing
-program) prints one line to standard error and exits with status 1; ``--traceback`` shows the
+Every expected failure (a command line that does not parse, a missing or corrupt file, an
+unknown function, bad inputs, a failing program) prints one line to standard error and exits with status 1; ``--traceback`` shows the
 full Python traceback instead, for debugging relaxvm itself.
 """
 
@@ -26,21 +30,43 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn
 
 import numpy as np
 
 from .. import __version__
-from ..errors import FunctionNotFoundError, PluginError
-from ..registry import functions as registry
-from ..registry import loader as plugins
-from ..registry import resolution
+from ..errors import FunctionNotFoundError
 from ..runtime import Shape, Tensor, cpu
 from ..vm.closure import VMClosure
 from ..vm.interpreter import VirtualMachine
-from .common import CLIError, format_ms, load_executable, one_line, read_inputs
+from .common import CLIError, format_ms, load_executable, one_line
+from .inputs import (
+    add_input_arguments,
+    bind_inputs,
+    missing_error,
+    params_from_executable,
+    to_vm_value,
+)
+from .plugin_list import cmd_plugins
 
 __all__ = ["CLIError", "main"]
+
+
+class UsageError(CLIError):
+    """A command line that does not parse (argparse's own complaints), as a :class:`CLIError`."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line and exit status 1, like every other
+    mistake (argparse's own would print the usage and exit with 2). Subcommand parsers are
+    made of this class too (``add_subparsers`` uses the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, " ".join(message.split()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,19 +76,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ----------
     argv : sequence of str, optional
         The arguments after the program name (``sys.argv[1:]`` by default).
+
+    Returns
+    -------
+    int
+        0 on success; 1 for any mistake or failure, reported as one line on standard error
+        (``relaxvm COMMAND: error: ...``); 130 when interrupted. ``--help`` and
+        ``--version`` exit with status 0 through ``SystemExit``.
     """
-    parser = _build_parser()
-    # argparse stops collecting `run`'s .npy positionals at the first option, so files given
-    # after `--func main` come back as extras; they are inputs too.
-    options, extras = parser.parse_known_args(argv)
-    if extras:
-        if options.command == "run" and not any(e.startswith("-") for e in extras):
-            options.inputs = [*options.inputs, *extras]
-        else:
-            parser.error(f"unrecognized arguments: {' '.join(extras)}")
-    if options.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+    parser, subparsers = _build_parser()
+    try:
+        options = _parse(parser, subparsers, argv)
+    except UsageError as err:
+        print(f"{err.prog}: error: {err}", file=sys.stderr)
+        return 1
     try:
         return int(options.handler(options))
     except KeyboardInterrupt:
@@ -84,8 +111,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parse(
+    parser: argparse.ArgumentParser,
+    subparsers: dict[str, argparse.ArgumentParser],
+    argv: Sequence[str] | None,
+) -> argparse.Namespace:
+    options, extras = parser.parse_known_args(argv)
+    if options.command is None:
+        parser.error(f"a command is required ({', '.join(subparsers)}); see relaxvm --help")
+    command = subparsers[options.command]
+    # argparse stops collecting the X.npy positionals at the first option, so files given
+    # after `--func main` come back as extras; for run and bench they are inputs too.
+    if extras:
+        if hasattr(options, "inputs") and not any(e.startswith("-") for e in extras):
+            options.inputs = [*options.inputs, *extras]
+        else:
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+    return options
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and the parser of each subcommand by name (for their error messages)."""
+    parser = _Parser(
         prog="relaxvm",
         description="relaxvm: Apache TVM's Relax virtual machine, rebuilt in Python.",
     )
@@ -126,7 +173,12 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also list what each plugin registered: functions, legalizations, targets",
     )
-    plugin_cmd.set_defaults(handler=_cmd_plugins)
+    plugin_cmd.add_argument(
+        "--json",
+        action="store_true",
+        help="print each plugin's status, functions, legalizations and targets as JSON",
+    )
+    plugin_cmd.set_defaults(handler=cmd_plugins)
 
     inspect = commands.add_parser(
         "inspect",
@@ -147,14 +199,13 @@ def _build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run a function of a saved executable on numpy inputs",
-        description="Run a function of an executable written by Executable.save on the CPU. "
-        "Inputs come from .npy files (positional, in parameter order) or from one .npz file "
-        "(keys are parameter names, or arr_0, arr_1, ... as np.savez writes them).",
+        description="Run a function of an executable file on the CPU and print a summary of "
+        "each output. Inputs: .npy files for the first parameters in order, --inputs IN.npz "
+        "(keys are parameter names, or arr_0, arr_1, ... as np.savez writes them), --params "
+        "W.npz (keys are parameter names) and --arg NAME=VALUE (a scalar for an R.Prim "
+        "parameter, or an .npy file), in any order. Every parameter must get a value.",
     )
-    run.add_argument("file", metavar="FILE")
-    run.add_argument("inputs", nargs="*", metavar="X.npy", help="one .npy file per parameter")
-    run.add_argument("--func", default="main", help="the function to run (default: main)")
-    run.add_argument("--inputs", dest="npz", metavar="INPUTS.npz", help="all inputs in one .npz")
+    add_input_arguments(run, "run")
     run.add_argument(
         "--import",
         dest="imports",
@@ -172,7 +223,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from .build import add_commands
 
     add_commands(commands)
-    return parser
+    return parser, dict(commands.choices)
 
 
 # -- demo --------------------------------------------------------------------------------------
@@ -181,80 +232,6 @@ def _cmd_demo(options: argparse.Namespace) -> int:
 
     ok = run_demo(save_path=options.save, show_text=not options.no_text, out=sys.stdout)
     return 0 if ok else 1
-
-
-# -- plugins -----------------------------------------------------------------------------------
-def _cmd_plugins(options: argparse.Namespace) -> int:
-    try:
-        plugins.ensure_loaded()
-        failure: PluginError | None = None
-    except PluginError as err:
-        # A broken plugin still gets its row and its reason; a bad environment variable or a
-        # missing essential plugin leaves no report, only the error.
-        if not plugins.plugin_report():
-            raise
-        failure = err
-    report = plugins.plugin_report()
-    out = sys.stdout
-    for variable in ("RELAXVM_PLUGINS", "RELAXVM_DISABLE_PLUGINS"):
-        if os.environ.get(variable):
-            print(f"{variable}={os.environ[variable]}", file=out)
-    rows = [("NAME", "STATUS", "REGISTERED", "MODULE", "DISTRIBUTION")]
-    for info in report:
-        count = str(len(info.registered)) if info.status in ("loaded", "ok") else "-"
-        rows.append((info.name, info.status, count, info.value, info.distribution))
-    _print_table(rows, out)
-    reasons = dict.fromkeys(" ".join(i.error.split()) for i in report if i.error is not None)
-    if reasons:
-        print("\nfailed plugins (nothing loads until they are fixed or skipped):", file=out)
-        for reason in reasons:
-            print(f"  {reason}", file=out)
-    if options.verbose:
-        _print_registrations(report, out)
-    if options.functions and failure is None:
-        print(file=out)
-        names = registry.list_global_func_names()
-        _print_table(
-            [("FUNCTION", "SOURCE"), *((n, registry._sources.get(n, "?")) for n in names)], out
-        )
-    if failure is not None:
-        raise failure  # one line on stderr, exit status 1
-    return 0
-
-
-def _print_registrations(report: Sequence[plugins.PluginInfo], out: TextIO) -> None:
-    """Each plugin's registrations, by kind and name, with what became of each."""
-    sections = [(info, _registration_rows(info)) for info in report if info.registrations]
-    rows = [row for _, section in sections for row in section]
-    widths = [max((len(row[i]) for row in rows), default=0) for i in range(2)]
-    for info, section in sections:
-        print(f"\n{info.name} ({info.status}): {len(info.registered)} registered", file=out)
-        for kind, name, notes in section:
-            print(f"  {kind.ljust(widths[0])}  {name.ljust(widths[1])}  {notes}".rstrip(), file=out)
-
-
-def _registration_rows(info: plugins.PluginInfo) -> list[tuple[str, str, str]]:
-    latest = {registration.key: registration for registration in info.registrations}
-    kinds = {"function": 0, "legalization": 1, "target": 2}
-    rows: list[tuple[str, str, str]] = []
-    for registration in sorted(latest.values(), key=lambda r: (kinds[r.kind], r.label)):
-        name = registration.name + (f" [{registration.target}]" if registration.target else "")
-        notes = ["override"] if registration.override else []
-        if info.status == "loaded":  # after a failed load nothing is registered to compare
-            holder = resolution.current_source(registration)
-            if holder is None:
-                notes.append("removed")
-            elif holder != registration.source:
-                notes.append(f"replaced by {holder}")
-        rows.append((registration.kind, name, ", ".join(notes)))
-    return rows
-
-
-def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
-        print("  ".join(cells).rstrip(), file=out)
 
 
 # -- inspect -----------------------------------------------------------------------------------
@@ -270,8 +247,6 @@ def _cmd_inspect(options: argparse.Namespace) -> int:
 
 # -- run ---------------------------------------------------------------------------------------
 def _cmd_run(options: argparse.Namespace) -> int:
-    if options.npz and options.inputs:
-        raise CLIError("give inputs either as .npy files or with --inputs FILE.npz, not both")
     if options.repeat < 0:
         raise CLIError(f"--repeat must be >= 0, got {options.repeat}")
     ex = load_executable(options.file)
@@ -291,13 +266,14 @@ def _cmd_run(options: argparse.Namespace) -> int:
             f"{one_line(err)}. An executable names the kernels it calls; register them "
             "before running it, e.g. with --import MODULE:FUNCTION"
         ) from err
-    params = [vm.get_function_param_name(name, i) for i in range(vm.get_function_arity(name))]
-    args, kwargs = read_inputs(options, params)
-    vm.set_input(name, *args, **kwargs)
-    vm.invoke_stateful(name)
-    result = vm.get_outputs(name)
+    specs = params_from_executable(ex, name)
+    bound = bind_inputs(options, specs, name)
+    if len(bound) < len(specs):
+        raise missing_error(specs, bound, name)
+    args = [to_vm_value(spec, bound[spec.name]) for spec in specs]
+    result = vm[name](*args)
     out = sys.stdout
-    print(f"{name}({', '.join(params)}) returned:", file=out)
+    print(f"{name}({', '.join(spec.name for spec in specs)}) returned:", file=out)
     leaves = list(_flatten(result, "output"))
     for label, value in leaves:
         print(f"  {label}: {_summary(value)}", file=out)
@@ -305,7 +281,7 @@ def _cmd_run(options: argparse.Namespace) -> int:
         _save_outputs(options.output, leaves)
         print(f"saved the outputs to {options.output}", file=out)
     if options.repeat:
-        timing = vm.time_evaluator("invoke_stateful", device, number=1, repeat=options.repeat)(name)
+        timing = vm.time_evaluator(name, device, number=1, repeat=options.repeat)(*args)
         print(
             f"time over {options.repeat} runs: mean {format_ms(timing.mean)}, median "
             f"{format_ms(timing.median)}, min {format_ms(timing.min)}, max {format_ms(timing.max)}, "

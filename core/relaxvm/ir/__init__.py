@@ -2,6 +2,7 @@
 and their arithmetic analysis; Relax IR, StructInfo, IRModule and TIR statements build on it.
 :func:`structural_equal`, :func:`assert_structural_equal` and :func:`structural_hash` accept
 every IR node (TVM's ``tvm.ir`` functions); the scalar dtype predicates are in :mod:`.dtype`.
+:class:`IRModule` is here too (TVM's ``tvm.ir.IRModule``, also ``relaxvm.IRModule``).
 
 The names match TVM's so that a later ``relaxvm.tir`` can re-export them as ``tir.Var``,
 ``tir.IntImm``, ``tir.min`` (:func:`min_expr`), ``tir.floordiv`` and so on.
@@ -60,6 +61,7 @@ from .op import (
     truncmod,
 )
 from .printer import expr_to_str
+from .relax.module import IRModule
 from .structural import (
     StructuralEqualError,
     assert_structural_equal,
@@ -91,6 +93,7 @@ __all__ = [
     "FloatImm",
     "FloorDiv",
     "FloorMod",
+    "IRModule",
     "IntImm",
     "Max",
     "Min",

@@ -16,15 +16,40 @@ Examples
 
 from __future__ import annotations
 
+import difflib
+from typing import Any
+
+from ..errors import VMTypeError, VMValueError
 from ..runtime.dtype import DataType, DataTypeCode
 
 __all__ = [
+    "COMMON_DTYPES",
     "dtype_int_range",
     "fits_dtype",
     "is_bool_dtype",
     "is_float_dtype",
     "is_int_dtype",
+    "parse_dtype",
+    "suggest_dtype",
 ]
+
+#: The spellings a misspelt dtype is compared with for a "did you mean".
+COMMON_DTYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "handle",
+)
 
 
 def is_int_dtype(dtype: DataType) -> bool:
@@ -56,3 +81,33 @@ def fits_dtype(value: int, dtype: DataType) -> bool:
     """Whether the integer ``value`` is representable in the integer or bool type ``dtype``."""
     low, high = dtype_int_range(dtype)
     return low <= value <= high
+
+
+def suggest_dtype(text: str) -> str | None:
+    """The common dtype closest to a misspelt ``text`` (``"flaot32"`` -> ``"float32"``), or
+    ``None`` when nothing is close."""
+    close = difflib.get_close_matches(text.strip().lower(), COMMON_DTYPES, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def parse_dtype(value: Any, where: str) -> DataType:
+    """``value`` (a dtype string, a :class:`DataType` or a numpy dtype) as a DataType.
+
+    Parameters
+    ----------
+    value : str, DataType or numpy dtype
+        What an annotation or builder was given.
+    where : str
+        What is parsing it, to start the error message (``"R.Tensor"``).
+
+    Raises
+    ------
+    VMTypeError
+        ``value`` is not a data type; a misspelt string gets ``did you mean 'float32'?``.
+    """
+    try:
+        return DataType(value)
+    except (VMTypeError, VMValueError) as err:
+        close = suggest_dtype(value) if isinstance(value, str) else None
+        hint = f"; did you mean {close!r}?" if close and close != value else ""
+        raise VMTypeError(f"{where}: {err}{hint}") from None

@@ -126,6 +126,16 @@ def register_legalization(
     """
     _check_legalization(op_name, func, target, "register_legalization: ")
     source = source or f"user:{getattr(func, '__module__', '?')}"
+    # A misspelt op is refused here when the op table is loaded (else when LegalizeOps runs:
+    # loading plugins for the VM must not import the IR).
+    from . import op_names
+
+    known = op_names.loaded_op_names()
+    if known is not None and op_name not in known:
+        raise op_names.UnknownOpError(
+            f"{op_names.describe_source(source)} registered a legalization for "
+            f"{op_names.unknown_op_message(str(op_name), known)}"
+        )
     key = (op_name, target)
     if key in _legalizations and not override:
         where = f" for target {target!r}" if target else ""

@@ -67,7 +67,7 @@ def relaxvm_register_legalizations(register: LegalizationRegistrar) -> None:
         Call ``register.register(op_name, func, target=None, override=False)``. ``func`` is
         called as ``func(bb, call)`` with a :class:`relaxvm.relax.BlockBuilder` and the
         normalized :class:`relaxvm.relax.Call` of op ``op_name`` (``"relax.add"``...), and
-        returns the replacement Relax expression, typically ``bb.call_te(...)`` or a
+        returns the replacement Relax expression, typically ``bb.emit_te(...)`` or a
         ``call_tir`` built with ``bb.emit_te``. ``target`` is a target kind name
         (``"llvm"``, ``"cuda"``): such a registration wins over the generic one when
         compiling for that kind.

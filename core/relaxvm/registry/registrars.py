@@ -9,12 +9,12 @@ have run, which is what makes overrides independent of the order plugins load in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import PluginError, RegistryError
-from . import extensions
+from . import extensions, op_names
 
 __all__ = [
     "REGISTRATION_HOOKS",
@@ -131,6 +131,10 @@ class FunctionRegistrar(_Registrar):
 class LegalizationRegistrar(_Registrar):
     """The object handed to ``relaxvm_register_legalizations``; see that hook."""
 
+    def __init__(self, plugin_name: str) -> None:
+        super().__init__(plugin_name)
+        self._known_ops: Collection[str] | None = None
+
     def register(
         self,
         op_name: str,
@@ -144,12 +148,26 @@ class LegalizationRegistrar(_Registrar):
         Raises
         ------
         PluginError
-            The op name or target is not a non-empty string, or ``func`` is not callable.
+            The op name or target is not a non-empty string, ``func`` is not callable, or the
+            op is not a registered Relax op (with the closest names). The op table is checked
+            here when it is already imported; otherwise ``LegalizeOps`` checks it before the
+            first legalization runs (:mod:`relaxvm.registry.op_names`), so that loading
+            plugins never imports the IR.
         """
         try:
             extensions._check_legalization(op_name, func, target, "")
         except RegistryError as err:
             raise self._invalid(f"registered an invalid legalization: {err}") from None
+        # One look at the op table per hook call (the ops plugin registers dozens); a miss
+        # looks again, in case the plugin registered the op in between.
+        known = self._known_ops
+        if known is None or op_name not in known:
+            known = self._known_ops = op_names.loaded_op_names()
+        if known is not None and op_name not in known:
+            where = f" for target {target!r}" if target else ""
+            raise self._invalid(
+                f"registered a legalization{where} for {op_names.unknown_op_message(op_name, known)}"
+            )
         self.registrations.append(
             Registration(
                 "legalization", op_name, func, self.plugin_name, bool(override), target=target

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .creation import empty, tensor
+from .creation import empty, from_dlpack, tensor
 from .device import Device, DeviceAPI, cpu, cuda, device, get_device_api
 from .dtype import DataType, DataTypeCode
 from .memory import (
@@ -38,6 +38,7 @@ __all__ = [
     "cuda",
     "device",
     "empty",
+    "from_dlpack",
     "get_allocator",
     "get_device_api",
     "tensor",

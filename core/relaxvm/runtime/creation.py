@@ -1,5 +1,5 @@
 """Creating tensors: :func:`empty` and :func:`tensor` (memory from the device's pooled
-allocator).
+allocator), and :func:`from_dlpack` (another library's memory, shared).
 
 These live apart from :mod:`~relaxvm.runtime.tensor` so that imports run one way:
 ``tensor`` (the view type) <- ``memory`` (storage and allocators) <- ``creation``.
@@ -18,7 +18,7 @@ from .memory import AllocatorType, get_allocator
 from .shape import Shape
 from .tensor import Tensor
 
-__all__ = ["empty", "tensor"]
+__all__ = ["empty", "from_dlpack", "tensor"]
 
 
 def empty(
@@ -58,3 +58,50 @@ def tensor(data: Any, device: Device | None = None, dtype: DataType | str | None
     native = np.asarray(array, dtype=array.dtype.newbyteorder("="), order="C")
     result.storage.api.copy_from_host(result.storage.buffer, result.byte_offset, native)
     return result
+
+
+def from_dlpack(obj: Any, *, copy: bool | None = None) -> Tensor:
+    """Wrap the memory of a DLPack producer in a relaxvm tensor, without copying.
+
+    Parameters
+    ----------
+    obj : object with ``__dlpack__``, or a DLPack capsule
+        A numpy (>= 1.22) array, a torch tensor, another relaxvm tensor, or a capsule named
+        ``"dltensor"`` / ``"dltensor_versioned"``. A capsule is consumed (renamed
+        ``"used_dltensor..."``) and cannot be imported twice.
+    copy : bool, optional
+        As in the array API: ``None`` (default) views the memory when the producer's tensor is
+        compact (row-major, no gaps) and copies it into a new compact tensor otherwise;
+        ``False`` never copies (a strided producer raises); ``True`` always copies.
+
+    Returns
+    -------
+    Tensor
+        A tensor on the CPU. Unless copied, it shares memory with the producer (writes are
+        seen both ways) and keeps the producer's memory alive while it or any view of it
+        lives. A read-only producer (DLPack 1.0 flag) gives a read-only tensor.
+
+    Raises
+    ------
+    VMTypeError
+        ``obj`` is neither a DLPack producer nor a capsule, or ``copy`` is not a bool/None.
+    DeviceError
+        The memory is not on the CPU (the device is named).
+    relaxvm.runtime.dlpack.DLPackError
+        (A ``VMValueError`` and a ``BufferError``.) The capsule was already consumed, has an
+        unknown name or version, holds a dtype relaxvm lacks, or is strided with
+        ``copy=False``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(3, dtype="float32")
+    >>> t = from_dlpack(a)
+    >>> a[0] = 7.0
+    >>> float(t.numpy()[0])
+    7.0
+    """
+    # ctypes structs load on first use, keeping ``import relaxvm`` as fast as it was.
+    from .dlpack import import_tensor
+
+    return import_tensor(obj, copy)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DeviceError, VMValueError
 from .device import Device
-from .dtype import DataType
+from .dtype import DataType, DataTypeCode
 from .shape import Shape
 
 if TYPE_CHECKING:
@@ -102,8 +102,14 @@ class Tensor:
         Raises
         ------
         VMValueError
-            The shapes or dtypes differ.
+            The shapes or dtypes differ, or the tensor is read-only (imported from a read-only
+            DLPack producer).
         """
+        if self._is_read_only():
+            raise VMValueError(
+                "Tensor.copyfrom: the tensor is read-only (its memory came from a read-only "
+                "DLPack producer)"
+            )
         if isinstance(source, Tensor):
             source = source.numpy()
         # np.asarray(order="C"), not ascontiguousarray, which turns 0-d arrays into 1-d.
@@ -148,8 +154,89 @@ class Tensor:
             )
         return Tensor(self.storage, self.byte_offset + relative_byte_offset, new_shape, new_dtype)
 
+    def _is_read_only(self) -> bool:
+        """Whether the memory refuses writes (imported from a read-only DLPack producer)."""
+        storage = self.storage
+        if not storage.api.host_accessible:
+            return False
+        buffer = storage.api.host_view(storage.buffer)
+        return isinstance(buffer, np.ndarray) and not buffer.flags.writeable
+
+    def __dlpack__(
+        self,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export the tensor as a DLPack capsule (Python array API standard).
+
+        Consumers call this for you: ``np.from_dlpack(t)``, ``torch.from_dlpack(t)``.
+
+        Parameters
+        ----------
+        stream : None
+            Must be ``None`` for CPU tensors.
+        max_version : tuple of int, optional
+            The highest DLPack version the consumer reads. ``(1, 0)`` or later gives a
+            ``"dltensor_versioned"`` capsule (with the read-only and copied flags); otherwise
+            a DLPack 0.8 ``"dltensor"`` capsule.
+        dl_device : tuple of int, optional
+            The device the consumer wants; another device than the tensor's is only possible
+            for ``(1, 0)`` (CPU) with a copy.
+        copy : bool, optional
+            ``True`` exports a copy; ``False`` or ``None`` export this tensor's memory.
+
+        Returns
+        -------
+        PyCapsule
+            Until the consumer releases it, the capsule keeps this tensor's memory alive.
+
+        Raises
+        ------
+        DLPackError
+            (A ``BufferError``.) A stream on CPU, an impossible ``dl_device``, a read-only tensor
+            asked for as DLPack 0.8, or a dtype DLPack cannot describe (``uint1``).
+        """
+        # ctypes and the structs load on first use: ``import relaxvm`` stays cheap.
+        from .dlpack import export_tensor
+
+        return export_tensor(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the memory (``(1, 0)`` for the CPU)."""
+        return (self.device.device_type, self.device.device_id)
+
     def __repr__(self) -> str:
         return f"<Tensor shape={list(self.shape)} dtype={self.dtype} device={self.device!r}>"
+
+    def __str__(self) -> str:
+        """The :meth:`__repr__` line, then the values as numpy prints them (abbreviated past
+        numpy's print threshold)."""
+        return f"{self!r}\n{self._format_values()}"
+
+    def _format_values(self) -> str:
+        # Printing must never fail: a debugging print of a broken or foreign tensor is the
+        # worst place for a second error.
+        try:
+            if not self.storage.api.host_accessible:
+                return f"<values on device {self.device!r}>"
+            array = self._printable_array()
+            return np.array2string(array)
+        except Exception as err:
+            return f"<values not printable: {err}>"
+
+    def _printable_array(self) -> np.ndarray:
+        """A host array of the values for printing (a view when numpy has the dtype)."""
+        raw = self.storage.api.host_view(self.storage.buffer)
+        dtype = self.dtype
+        shape = tuple(self.shape) if dtype.lanes == 1 else (*self.shape, dtype.lanes)
+        if dtype.code == DataTypeCode.BFLOAT:
+            # bfloat16 is the upper half of a float32.
+            bits = np.ndarray(shape, np.uint16, buffer=raw, offset=self.byte_offset)
+            return (bits.astype(np.uint32) << 16).view(np.float32)
+        lane = dtype.with_lanes(1).numpy_dtype()
+        return np.ndarray(shape, lane, buffer=raw, offset=self.byte_offset)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()

@@ -13,12 +13,15 @@ an op added there is reachable from scripts without a change here. Besides the o
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable as _CallableType
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ..errors import VMTypeError
 from ..ir import relax as _rx
+from ..ir.dtype import parse_dtype
 from ..ir.expr import PrimExpr
 from ..ir.relax import op as _op
 from ..ir.relax.struct_info import (
@@ -65,6 +68,27 @@ def _is_dtype(text: _builtin_str) -> bool:
     return True
 
 
+#: The relaxvm package directory: frames inside it are the parser's, not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _annotation_dtype(dtype: Any, where: _builtin_str) -> Any:
+    """Check an annotation's dtype string early, with a did-you-mean and, when Python itself
+    evaluates the annotation (a model file run as a module, before the script parser sees
+    it), the file and line of the caller of ``R.Tensor`` / ``R.Prim``."""
+    if not isinstance(dtype, _builtin_str) or dtype in ("", "void"):
+        return dtype
+    try:
+        parse_dtype(dtype, where)
+    except VMTypeError as err:
+        caller = sys._getframe(2)
+        filename = caller.f_code.co_filename
+        if os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            raise  # the script parser adds the location, with a caret
+        raise VMTypeError(f"{filename}:{caller.f_lineno}: {err}") from None
+    return dtype
+
+
 def _vdevice(value: Any) -> Device | None:
     if value is None or isinstance(value, Device):
         return value
@@ -91,6 +115,7 @@ def Tensor(
     """
     if isinstance(shape, _builtin_str) and dtype is None and _is_dtype(shape):
         shape, dtype = None, shape
+    dtype = _annotation_dtype(dtype, "R.Tensor")
     if shape is not None and not isinstance(shape, (_rx.ShapeExpr, _rx.Var)):
         shape = _dims(shape, "R.Tensor shape")
     return TensorStructInfo(shape, dtype, ndim=ndim, vdevice=_vdevice(vdevice))
@@ -103,6 +128,7 @@ def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:
 
 def Prim(dtype: _builtin_str | None = None, value: Any = None) -> PrimStructInfo:
     """``R.Prim("int64")`` or ``R.Prim(value="n")``: a scalar annotation."""
+    dtype = _annotation_dtype(dtype, "R.Prim")
     if isinstance(value, _builtin_str):
         value = symbolic_dim(value, "R.Prim value")
     if dtype is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -295,3 +321,48 @@ def function(
     if func is None:
         return lambda f: decorate(f, "relax", options, depth=1)
     return decorate(func, "relax", options, depth=1)
+
+
+# ---- unknown names ---------------------------------------------------------------------------
+#: Tells the script parser that the AttributeError below already explains the miss (with the
+#: did-you-mean), so it reports that message at the right line.
+_explains_missing_attributes = True
+
+
+def _namespace_names() -> dict[_builtin_str, _builtin_str]:
+    """Every public name reachable as ``R.<name>`` or ``R.<sub>.<name>`` -> its spelling."""
+    module = sys.modules[__name__]
+    names: dict[_builtin_str, _builtin_str] = {}
+    submodules = []
+    for name, value in vars(module).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, type(sys)):
+            if value.__name__.startswith("relaxvm."):
+                submodules.append(name)
+            continue
+        names[name] = f"R.{name}"
+    for sub in submodules:
+        for name in getattr(getattr(module, sub), "__all__", ()):
+            names.setdefault(f"{sub}.{name}", f"R.{sub}.{name}")
+    return names
+
+
+def __getattr__(name: _builtin_str) -> Any:
+    """``R.sofmax``: an AttributeError suggesting ``R.nn.softmax`` (submodules searched)."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import difflib
+
+    names = _namespace_names()
+    # Compare with the last component too, so that a name in a submodule is found.
+    leaves: dict[_builtin_str, list[_builtin_str]] = {}
+    for key, spelling in names.items():
+        leaves.setdefault(key.rsplit(".", 1)[-1], []).append(spelling)
+    close = [s for leaf in difflib.get_close_matches(name, list(leaves), n=3) for s in leaves[leaf]]
+    hint = f"; did you mean {' or '.join(dict.fromkeys(close[:3]))}?" if close else ""
+    raise AttributeError(
+        f"unknown op or function 'R.{name}'{hint}",
+        name=name,
+        obj=sys.modules[__name__],
+    )

@@ -34,7 +34,8 @@ from ..ir.relax import (
 )
 from ..ir.relax._base import RelaxExpr
 from ..ir.relax.expr_functor import ExprMutator
-from ..registry.extensions import get_legalization
+from ..registry import op_names
+from ..registry.extensions import get_legalization, list_legalizations
 from .pass_infra import Pass, PassContext, module_pass
 
 __all__ = ["STRUCTURAL_OPS", "LegalizeOps"]
@@ -102,6 +103,14 @@ class _Legalizer(ExprMutator):
         self.binding_name = binding.var.name_hint
         super().visit_match_cast(binding)
 
+    def _owner(self, name: str) -> str:
+        """Who provided the legalization of ``name`` used here (for error messages only)."""
+        if name in self.custom:
+            return "user code (LegalizeOps customize_legalize_map)"
+        sources = list_legalizations()
+        source = sources.get((name, self.target)) or sources.get((name, None))
+        return op_names.describe_source(source) if source else "an unknown source"
+
     def visit_call_(self, expr: Call) -> RelaxExpr:
         new = super().visit_call_(expr)
         if not isinstance(new, Call) or not isinstance(new.op, Op):
@@ -128,7 +137,15 @@ class _Legalizer(ExprMutator):
         except RelaxVMError as err:
             raise CompileError(
                 f"{name} in function '{self.func_name}', binding '{self.binding_name}': "
-                f"legalization failed: {err}"
+                f"legalization failed: {err} (legalization from {self._owner(name)})"
+            ) from err
+        except Exception as err:
+            # A bug in the legalization itself: name the op, the binding and whose code it
+            # is, instead of the bare exception type the pass wrapper would report.
+            raise CompileError(
+                f"{name} in function '{self.func_name}', binding '{self.binding_name}': "
+                f"legalization failed: the legalization from {self._owner(name)} raised "
+                f"{type(err).__name__}: {err}"
             ) from err
         if not isinstance(result, RelaxExpr):
             raise CompileError(
@@ -163,7 +180,12 @@ def LegalizeOps(
     ------
     CompileError
         An op that no legalization covers, or a legalization that fails; the message names
-        the op, the function and the binding.
+        the op, the function, the binding, the plugin (or user code) that registered the
+        legalization and the original error, which is chained as ``__cause__``.
+    relaxvm.registry.op_names.UnknownOpError
+        A registered legalization, or a key of ``customize_legalize_map``, names an op that
+        does not exist (naming who registered it, with the closest op names); checked before
+        any legalization runs.
     """
     custom = dict(customize_legalize_map or {})
     for key, value in custom.items():
@@ -172,9 +194,21 @@ def LegalizeOps(
                 "LegalizeOps: customize_legalize_map must map op names to callables "
                 f"func(bb, call), got {key!r}: {value!r}"
             )
+    if custom:
+        known = op_names.all_op_names()
+        for key in custom:
+            if key not in known:
+                # A misspelt key would silently never match: refuse it, with what is close.
+                raise op_names.UnknownOpError(
+                    "LegalizeOps: customize_legalize_map has a legalization for "
+                    f"{op_names.unknown_op_message(key, known)}"
+                )
 
     @module_pass(opt_level=0, name="LegalizeOps")
     def legalize_ops(mod: IRModule, ctx: PassContext) -> IRModule:
+        # Plugins may load without the IR, so a misspelt op name in a registration is caught
+        # here at the latest, before any legalization is looked up.
+        op_names.check_legalization_table()
         target = ctx.target
         kind = getattr(target, "kind_name", None) if target is not None else None
         legalizer = _Legalizer(mod, custom, kind, enable_warning)

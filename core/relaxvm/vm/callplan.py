@@ -24,7 +24,7 @@ from .executable.executable import VMFuncKind
 if TYPE_CHECKING:
     from .interpreter import VirtualMachine
 
-__all__ = ["CALL", "CONSTANT", "FORWARD", "GENERIC", "CallPlan", "plan_call"]
+__all__ = ["CALL", "CONSTANT", "FORWARD", "GENERIC", "CallPlan", "plan_as_call", "plan_call"]
 
 #: Plan kinds. GENERIC: call ``func`` (the resolved callee) with every argument; CALL: call
 #: ``func`` (the specialised function) with the register arguments only; CONSTANT: the
@@ -73,6 +73,25 @@ class CallPlan:
 
     def __repr__(self) -> str:
         return f"CallPlan({self.kind}, registers={self.registers})"
+
+
+def plan_as_call(plan: CallPlan) -> tuple[Callable[..., Any], tuple[int, ...]]:
+    """A specialised plan (not :data:`GENERIC`) as one plain call: the function and the
+    registers it takes.
+
+    The profiler times every Call instruction, even one whose plan is a register write: a
+    constant becomes a function of no arguments, a forward the identity of its register.
+    """
+    if plan.kind == CONSTANT:
+        value = plan.value
+        return (lambda: value), ()
+    if plan.kind == FORWARD:
+        return _identity, plan.registers
+    return plan.func, plan.registers
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def fixed_value(vm: VirtualMachine, kind: int, value: int) -> Any:

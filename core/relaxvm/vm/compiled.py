@@ -34,13 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VMError
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
-from .callplan import CALL, CONSTANT, FORWARD, plan_call
+from .callplan import CALL, CONSTANT, FORWARD, GENERIC, plan_as_call, plan_call
 from .diagnostics import add_note_at, call_depth, call_depth_error, condition, recursion_error
 from .executable.executable import VMFuncKind
+from .instrument import instrumented
 
 if TYPE_CHECKING:
+    from .callplan import CallPlan
     from .frames import PreparedFunction
     from .interpreter import VirtualMachine
+    from .profiler import Profiler
 
 __all__ = ["MAX_NESTING", "compile_functions", "generate_source"]
 
@@ -57,10 +60,16 @@ class _Unstructured(Exception):
 class _Generator:
     """Source for the VM functions of one executable."""
 
-    def __init__(self, vm: VirtualMachine, instrument: Callable[..., Any] | None) -> None:
+    def __init__(
+        self,
+        vm: VirtualMachine,
+        instrument: Callable[..., Any] | None,
+        profiler: Profiler | None = None,
+    ) -> None:
         self.vm = vm
         self.ex = vm.executable
         self.instrument = instrument
+        self.profiler = profiler
         self.values: list[Any] = []  # bound values, named b0, b1, ...
         self.value_index: dict[tuple[str, int], int] = {}
         self.lines: list[str] = []
@@ -190,6 +199,8 @@ class _Generator:
         plan = plan_call(self.vm, ins, self._start + pc, self.instrument)
         void = ins.reg == VOID_REGISTER
         dst = "" if void else f"r{ins.reg} = "
+        if self.profiler is not None:
+            return dst + self._profiled_call(self.profiler, ins, self._start + pc, plan)
         if plan.kind == CONSTANT:
             if void:
                 return "pass"
@@ -214,13 +225,31 @@ class _Generator:
         }
         return dst + plan.inline.format(*registers, call=generic, **names)
 
+    def _profiled_call(self, profiler: Profiler, ins: Instruction, pc: int, plan: CallPlan) -> str:
+        """The call expression of a profiled call site (absolute ``pc``): every plan becomes
+        a call of the profiler's wrapper, as in the dispatch loop (relaxvm.vm.frames)."""
+        if plan.kind == GENERIC:
+            target = self._generic_target(ins.func_idx)
+            args = [self._arg(k, v) for k, v in ins.args]
+        else:
+            target, registers = plan_as_call(plan)
+            args = [f"r{r}" for r in registers]
+        timed = self.bind(("value", len(self.values)), profiler.wrap(pc, target))
+        return f"{timed}({', '.join(args)})"
+
+    def _generic_target(self, func_idx: int) -> Callable[..., Any]:
+        """The callable a generic call invokes (instrumented when an instrument is set)."""
+        vm = self.vm
+        if self.instrument is None:
+            return vm._direct[func_idx]
+        name = self.ex.func_table[func_idx].name
+        return instrumented(vm._direct[func_idx], vm._pool[func_idx], name, self.instrument)
+
     def _callee(self, func_idx: int, num_args: int) -> str:
         vm = self.vm
         info = self.ex.func_table[func_idx]
         if self.instrument is not None:
-            wrapped = _instrumented(
-                vm._direct[func_idx], vm._pool[func_idx], info.name, self.instrument
-            )
+            wrapped = self._generic_target(func_idx)
             return self.bind(("instrumented", func_idx), wrapped)
         fn = vm._functions.get(info.name)
         if (
@@ -265,36 +294,20 @@ class _Generator:
         return need
 
 
-def _instrumented(
-    f: Callable[..., Any], func_value: Any, symbol: str, instrument: Callable[..., Any]
-) -> Callable[..., Any]:
-    from ..runtime import DataType
-    from .frames import VMInstrumentReturnKind
-
-    skip = int(VMInstrumentReturnKind.SKIP_RUN)
-
-    def call(*args: Any) -> Any:
-        shown = [str(a) if isinstance(a, DataType) else a for a in args]
-        decision = instrument(func_value, symbol, True, None, *shown)
-        if decision is not None and decision == skip:
-            return None
-        result = f(*args)
-        instrument(func_value, symbol, False, result, *shown)
-        return result
-
-    return call
-
-
 def generate_source(
-    vm: VirtualMachine, instrument: Callable[..., Any] | None = None
+    vm: VirtualMachine,
+    instrument: Callable[..., Any] | None = None,
+    profiler: Profiler | None = None,
 ) -> tuple[str, list[Any], dict[int, tuple[int, int]], list[int]]:
     """The Python source for every structured VM function of ``vm``'s executable.
+
+    With a ``profiler`` (``vm.profile``) every Call calls the profiler's wrapper for it.
 
     Returns
     -------
     source, bound values, line -> (function index, pc), indices of generated functions
     """
-    gen = _Generator(vm, instrument)
+    gen = _Generator(vm, instrument, profiler)
     ex = vm.executable
     candidates: list[int] = []
     for index, info in enumerate(ex.func_table):
@@ -332,7 +345,11 @@ def generate_source(
     return "\n".join(lines) + "\n", gen.values, line_pc, structured
 
 
-def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None) -> None:
+def compile_functions(
+    vm: VirtualMachine,
+    instrument: Callable[..., Any] | None,
+    profiler: Profiler | None = None,
+) -> None:
     """Give every VM function of ``vm`` its compiled form (``fn.compiled``).
 
     Functions whose jumps are not nested if/else keep the dispatch loop.
@@ -340,7 +357,7 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
     from .frames import contained_call_error, prepare
 
     ex = vm.executable
-    source, values, line_pc, structured = generate_source(vm, instrument)
+    source, values, line_pc, structured = generate_source(vm, instrument, profiler)
     table = ex.func_table
 
     def note(err: BaseException, index: int) -> BaseException | None:
@@ -379,7 +396,7 @@ def compile_functions(vm: VirtualMachine, instrument: Callable[..., Any] | None)
         if index in compiled:
             fn.compiled = compiled[index]
         else:
-            prepare(fn, vm, instrument)
+            prepare(fn, vm, instrument, profiler)
             fn.compiled = _dispatch(run, fn)
 
 

@@ -26,8 +26,10 @@ __all__ = [
     "add_note_at",
     "add_trace_note",
     "arity_message",
+    "builtin_failure_message",
     "call_depth",
     "call_depth_error",
+    "callee_label",
     "condition",
     "default_max_call_depth",
     "missing_message",
@@ -58,6 +60,37 @@ def missing_message(missing: list[str]) -> str:
         parts.append(text)
     loaded = [p.name for p in plugins.plugin_report() if p.status == "loaded"]
     return "; ".join(parts) + f" (plugins loaded: {', '.join(loaded) or 'none'})"
+
+
+def callee_label(name: str) -> str:
+    """``name`` as an error names a called function: with who registered it, when it is a
+    global function (``vm.builtin.copy (registered by plugin 'builtins')``), else as is.
+
+    Only a registry lookup: called on error paths, it never loads plugins.
+    """
+    source = registry._sources.get(name)
+    if source is None:
+        return name
+    if source.startswith("user:"):
+        source = f"user code ({source[len('user:') :]})"
+    return f"{name} (registered by {source})"
+
+
+def builtin_failure_message(name: str, err: BaseException) -> str:
+    """The message of the relaxvm error raised instead of ``err``, which the function called
+    as ``name`` raised: the callee, who registered it, and the original error.
+
+    Parameters
+    ----------
+    name : str
+        The callee as the instruction names it (``vm.builtin.shape_of``, a kernel symbol).
+    err : BaseException
+        What it raised (chained as the new error's ``__cause__`` by the caller).
+    """
+    return (
+        f"{callee_label(name)} cannot handle what the program passes it: "
+        f"{type(err).__name__}: {err}"
+    )
 
 
 def arity_message(fn: PreparedFunction, given: int) -> str:

@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from enum import IntEnum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RelaxVMError, VMError, VMIndexError, VMTypeError, VMValueError
-from ..runtime import DataType
 from .bytecode import VM_REGISTER, VOID_REGISTER, ArgKind, Instruction, Opcode
-from .callplan import CALL, CONSTANT, FORWARD, plan_call
+from .callplan import CALL, CONSTANT, FORWARD, GENERIC, CallPlan, plan_as_call, plan_call
 from .closure import VMClosure
+from .diagnostics import builtin_failure_message
 from .executable.executable import VMFuncInfo
+from .instrument import VMInstrumentReturnKind, instrumented
 
 if TYPE_CHECKING:
     from .executable.executable import Executable
     from .interpreter import VirtualMachine
+    from .profiler import Profiler
 
 __all__ = [
     "OP_CALL",
@@ -61,13 +62,6 @@ OP_MOVE = 6  # regs[a] = regs[b] (a FORWARD plan)
 OP_CALL1 = 7  # f, s = b; regs[a] = f(regs[s])
 OP_CALL2 = 8  # f, s, t = b; regs[a] = f(regs[s], regs[t])
 OP_CALL3 = 9  # f, s, t, u = b; regs[a] = f(regs[s], regs[t], regs[u])
-
-
-class VMInstrumentReturnKind(IntEnum):
-    """What an instrument callback asks for before a call."""
-
-    NO_OP = 0
-    SKIP_RUN = 1
 
 
 class PreparedFunction:
@@ -104,9 +98,17 @@ def not_ready(*args: Any) -> Any:  # pragma: no cover - replaced during construc
 
 
 def prepare(
-    fn: PreparedFunction, vm: VirtualMachine, instrument: Callable[..., Any] | None
+    fn: PreparedFunction,
+    vm: VirtualMachine,
+    instrument: Callable[..., Any] | None,
+    profiler: Profiler | None = None,
 ) -> None:
-    """Build ``fn.template`` and ``fn.code`` from the validated instructions."""
+    """Build ``fn.template`` and ``fn.code`` from the validated instructions.
+
+    With a ``profiler`` (``vm.profile``), every Call becomes a call of what
+    :meth:`Profiler.wrap <relaxvm.vm.profiler.Profiler.wrap>` returns for it, whatever its
+    plan; without one, nothing of the profiler is left in the code.
+    """
     ex, pool, constants = vm.executable, vm._pool, vm._constants
     info = fn.info
     size = info.register_file_size
@@ -140,22 +142,18 @@ def prepare(
         if ins.opcode is Opcode.CALL:
             dst = discard_slot if ins.reg == VOID_REGISTER else ins.reg
             plan = plan_call(vm, ins, pc, instrument)
-            if plan.kind == CONSTANT:
+            if profiler is not None:
+                f, slots = _call_target(vm, ins, plan, instrument, slot)
+                code.append(_bind_slots(dst, profiler.wrap(pc, f), slots))
+            elif plan.kind == CONSTANT:
                 code.append((OP_SET, dst, plan.value))
             elif plan.kind == FORWARD:
                 code.append((OP_MOVE, dst, plan.registers[0]))
             elif plan.kind == CALL:
                 code.append(_bind_slots(dst, plan.func, plan.registers))
-            elif instrument is None:
-                slots = tuple(slot(k, v) for k, v in ins.args)
-                code.append(_bind_slots(dst, plan.callee, slots))
             else:
-                callee_info = ex.func_table[ins.func_idx]
-                slots = tuple(slot(k, v) for k, v in ins.args)
-                bound = _bind_instrumented(
-                    plan.callee, pool[ins.func_idx], callee_info.name, slots, instrument
-                )
-                code.append((OP_CALL, dst, bound))
+                f, slots = _call_target(vm, ins, plan, instrument, slot)
+                code.append(_bind_slots(dst, f, slots))
         elif ins.opcode is Opcode.RET:
             code.append((OP_RET, void_slot if ins.reg == VOID_REGISTER else ins.reg, None))
         elif ins.opcode is Opcode.GOTO:
@@ -197,26 +195,21 @@ def _bind_call(f: Callable[..., Any], slots: tuple[int, ...]) -> Callable[[list[
     return lambda regs: f(*get(regs))
 
 
-def _bind_instrumented(
-    f: Callable[..., Any],
-    func_value: Any,
-    symbol: str,
-    slots: tuple[int, ...],
-    instrument: Callable[..., Any],
-) -> Callable[[list[Any]], Any]:
-    skip = int(VMInstrumentReturnKind.SKIP_RUN)
-
-    def call(regs: list[Any]) -> Any:
-        args = [regs[i] for i in slots]
-        shown = [str(a) if isinstance(a, DataType) else a for a in args]
-        decision = instrument(func_value, symbol, True, None, *shown)
-        if decision is not None and decision == skip:
-            return None
-        result = f(*args)
-        instrument(func_value, symbol, False, result, *shown)
-        return result
-
-    return call
+def _call_target(
+    vm: VirtualMachine,
+    ins: Instruction,
+    plan: CallPlan,
+    instrument: Callable[..., Any] | None,
+    slot: Callable[[int, int], int],
+) -> tuple[Callable[..., Any], tuple[int, ...]]:
+    """What a call site calls, and the frame slots of its arguments, as one plain call."""
+    if plan.kind != GENERIC:
+        return plan_as_call(plan)
+    slots = tuple(slot(k, v) for k, v in ins.args)
+    if instrument is None:
+        return plan.callee, slots
+    symbol = vm.executable.func_table[ins.func_idx].name
+    return instrumented(plan.callee, vm._pool[ins.func_idx], symbol, instrument), slots
 
 
 #: Plain Python errors a builtin or kernel raises when a program hands it values of the wrong
@@ -262,11 +255,9 @@ def contained_call_error(
     if ins.opcode is not Opcode.CALL:
         return None
     name = ex.func_table[ins.func_idx].name
-    if not name.startswith("vm.builtin.") and not _is_import(ex, name):
+    if not name.startswith("vm.builtin.") and not is_import(ex, name):
         return None
-    contained = replacement(
-        f"{name} cannot handle what the program passes it: {type(err).__name__}: {err}"
-    )
+    contained = replacement(builtin_failure_message(name, err))
     add_note = getattr(contained, "add_note", None)  # Python 3.10 has no notes
     if add_note is not None:
         for note in getattr(err, "__notes__", ()):
@@ -274,6 +265,6 @@ def contained_call_error(
     return contained
 
 
-def _is_import(ex: Executable, name: str) -> bool:
+def is_import(ex: Executable, name: str) -> bool:
     """Whether ``name`` is a kernel the executable imports (it is called by that name)."""
     return any(module.get_function(name, query_imports=True) is not None for module in ex.imports)

@@ -9,15 +9,14 @@ loop over the four opcodes in :meth:`VirtualMachine._run`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
 from ..registry import functions as registry
-from ..runtime import Allocator, DataType, Device, Shape, Tensor, tensor
+from ..runtime import Allocator, Device, Tensor, tensor
 from ..runtime.benchmark import BenchmarkResult
 from ..runtime.memory import AllocatorType
 from .callplan import CallPlan
@@ -34,13 +33,14 @@ from .diagnostics import (
     recursion_error,
 )
 from .executable.executable import Executable, VMFuncKind
-from .frames import (
-    PreparedFunction,
-    VMInstrumentReturnKind,
-    contained_call_error,
-    not_ready,
-    prepare,
-)
+from .frames import PreparedFunction, contained_call_error, not_ready, prepare
+from .inputs import convert_inputs, make_evaluator
+from .instrument import VMInstrumentReturnKind
+
+if TYPE_CHECKING:
+    from .module import VMModule
+    from .profile_report import ProfileReport
+    from .profiler import Profiler
 
 __all__ = ["BenchmarkResult", "VMInstrumentReturnKind", "VirtualMachine"]
 
@@ -57,6 +57,9 @@ class VirtualMachine:
         appended when the last one is not a CPU (the host runs shape computations).
     memory_cfg : None, "naive", "pooled" or dict of Device to allocator type
         Allocator per device (default pooled).
+    profile : bool
+        Accepted for TVM compatibility (TVM builds a profiling VM with it); every relaxvm VM
+        can be profiled with :meth:`profile`, at no cost until then.
 
     Raises
     ------
@@ -85,6 +88,7 @@ class VirtualMachine:
         rt_mod: Executable,
         device: Device | Sequence[Device],
         memory_cfg: str | dict[Device, int | str] | None = None,
+        profile: bool = False,
     ) -> None:
         if not isinstance(rt_mod, Executable):
             raise VMTypeError(
@@ -104,6 +108,8 @@ class VirtualMachine:
         self._direct: list[Callable[..., Any]] = []
         self._build_function_pool()
         self._instrument: Callable[..., Any] | None = None
+        self._profiler: Profiler | None = None  # set while profile() runs
+        self._module: VMModule | None = None
         self._compile_all(None)
         self._saved: dict[str, Callable[[], Any]] = {}
         self._inputs: dict[str, list[Any]] = {}
@@ -330,32 +336,7 @@ class VirtualMachine:
     def _convert_inputs(
         self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]
     ) -> list[Any]:
-        fn = self._function(func_name)
-        names = fn.param_names
-        unknown = sorted(set(kwargs) - set(names))
-        if unknown:
-            raise VMValueError(
-                f"{func_name} has no parameter named {', '.join(map(repr, unknown))}; its "
-                f"parameters are ({', '.join(names)})"
-            )
-        if len(args) + len(kwargs) != fn.num_args:
-            raise VMValueError(
-                f"The number of provided parameters doesn't match the number of arguments for "
-                f"{func_name}: it takes {fn.num_args} ({', '.join(names)}), "
-                f"got {len(args) + len(kwargs)}"
-            )
-        positional = iter(args)
-        values = []
-        for name in names:
-            if name in kwargs:
-                values.append(kwargs[name])
-            else:
-                values.append(next(positional))
-        device = self.devices[0]
-        return [
-            _convert(v, device, f"{func_name}({name})")
-            for v, name in zip(values, names, strict=True)
-        ]
+        return convert_inputs(self._function(func_name), self.devices[0], args, kwargs)
 
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Store the inputs of ``func_name`` for :meth:`invoke_stateful`.
@@ -423,6 +404,54 @@ class VirtualMachine:
         self._instrument = instrument
         self._compile_all(instrument)
 
+    def profile(self, func_name: str, *args: Any, warmup: int = 0) -> ProfileReport:
+        """Run ``func_name`` once with every Call instruction timed; return the report.
+
+        Parameters
+        ----------
+        func_name : str
+            A Relax function or a saved function, as for ``vm[func_name]``.
+        *args
+            Its arguments, as for ``vm[func_name](*args)``; none: the :meth:`set_input`
+            inputs of ``func_name`` when there are some (as TVM's ``profile``).
+        warmup : int
+            Calls made first and left out of the report (so that memory pools, caches and
+            the freshly built profiled code are warm); 1 gives steadier numbers.
+
+        Returns
+        -------
+        ProfileReport
+            Per call site and per op: count, self and inclusive time, share, new bytes;
+            ``table()``, ``csv()``, ``json()``, ``chrome_trace()`` (docs/profiling.md).
+
+        Raises
+        ------
+        FunctionNotFoundError, VMError, ...
+            What ``vm[func_name](*args)`` raises (unknown name, wrong arity, a failing
+            kernel); :class:`VMError` also for ``profile`` called inside a profiled run.
+
+        Notes
+        -----
+        Profiling is switched on for this one call only: the VM's functions are rebuilt with
+        timed calls and get their own code back when it returns or raises, so a VM that is
+        not being profiled runs no profiler code. Calls made from other threads meanwhile are
+        timed too (and land in the report).
+        """
+        from .profiler import profile
+
+        return profile(self, func_name, args, warmup)
+
+    @property
+    def module(self) -> VMModule:
+        """The VM as a runtime module (TVM's ``vm.module``): ``vm.module[name]`` and
+        ``vm.module.get_function(name)`` give what ``vm[name]`` gives; see
+        :class:`~relaxvm.vm.module.VMModule`."""
+        if self._module is None:
+            from .module import VMModule
+
+            self._module = VMModule(self)
+        return self._module
+
     def time_evaluator(
         self,
         func_name: str,
@@ -447,29 +476,9 @@ class VirtualMachine:
             target = self[func_name]
         if number < 1 or repeat < 1:
             raise VMValueError("time_evaluator: number and repeat must be >= 1")
-        sync = getattr(dev.api, "synchronize", None) if dev is not None else None
-
-        def evaluator(*args: Any) -> BenchmarkResult:
-            target(*args)
-            results = []
-            calls = number
-            for index in range(repeat):
-                if cooldown_interval_ms and index and index % repeats_to_cooldown == 0:
-                    time.sleep(cooldown_interval_ms / 1000)
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(calls):
-                        target(*args)
-                    if sync is not None:
-                        sync(dev.device_id)  # type: ignore[union-attr]
-                    elapsed = time.perf_counter() - start
-                    if elapsed * 1000 >= min_repeat_ms or calls >= 1 << 30:
-                        break
-                    calls = max(calls * 2, int(calls * min_repeat_ms / max(elapsed * 1000, 1e-3)))
-                results.append(elapsed / calls)
-            return BenchmarkResult(results)
-
-        return evaluator
+        return make_evaluator(
+            target, dev, number, repeat, min_repeat_ms, cooldown_interval_ms, repeats_to_cooldown
+        )
 
     def __repr__(self) -> str:
         return f"<VirtualMachine on {self.devices}: {', '.join(self._functions)}>"
@@ -482,22 +491,3 @@ def _find_import(ex: Executable, name: str) -> Callable[..., Any] | None:
         if func is not None:
             return func
     return None
-
-
-def _convert(value: Any, device: Device, where: str) -> Any:
-    """TVM's input conversion for set_input / save_function."""
-    if isinstance(value, Tensor):
-        return value if value.device == device else tensor(value.numpy(), device)
-    if isinstance(value, str | Shape | VMClosure | DataType):
-        return value
-    if isinstance(value, np.ndarray):
-        return tensor(value, device)
-    if isinstance(value, list | tuple):
-        return tuple(_convert(v, device, where) for v in value)
-    if isinstance(value, bool | int):
-        return tensor(np.array(value, dtype="int32"), device)
-    if isinstance(value, np.float16):
-        return tensor(np.array(value, dtype="float16"), device)
-    if isinstance(value, float | np.floating | np.integer):
-        return tensor(np.array(value, dtype="float32"), device)
-    raise VMTypeError(f"{where}: cannot convert a {type(value).__name__} into a VM value")

@@ -113,6 +113,11 @@ class RelaxNode:
 class RelaxExpr(RelaxNode):
     """Base of every Relax expression.
 
+    As in TVM, ``x + y``, ``x - y``, ``x * y``, ``x / y``, ``x // y``, ``x ** y`` and ``-x`` on
+    Relax expressions build the op calls (``R.add(x, y)`` ...). A Python number on either side
+    raises :class:`~relaxvm.errors.VMTypeError` naming the call to write instead, e.g.
+    ``R.multiply(x, R.const(2, "float32"))`` with the dtype of ``x``.
+
     Attributes
     ----------
     struct_info : StructInfo or None
@@ -140,6 +145,74 @@ class RelaxExpr(RelaxNode):
             )
         self._init_field("struct_info", struct_info)
         self._init_field("span", span)
+
+    # ---- Python operators (TVM's ExprWithOp) ------------------------------------------------
+    # ``x + y`` builds ``R.add(x, y)``; a Python number raises a VMTypeError giving the call
+    # to write with R.const (see _operators). Imported late: _operators needs the op package.
+    def __add__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("divide", other, self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("floor_divide", other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("power", self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        from ._operators import binary
+
+        return binary("power", other, self)
+
+    def __neg__(self) -> Any:
+        from ._operators import unary
+
+        return unary("negative", self)
 
 
 def update_struct_info(expr: RelaxExpr, struct_info: StructInfo) -> None:

@@ -11,9 +11,10 @@ stored the same way: the module only needs a function object with a ``struct_inf
 from __future__ import annotations
 
 import difflib
+import sys
 import types
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from ...errors import VMTypeError, VMValueError
 from ._base import update_struct_info
@@ -222,6 +223,47 @@ class IRModule:
         from .text import module_to_str
 
         return module_to_str(self)
+
+    def show(
+        self,
+        style: str | None = None,
+        black_format: bool | None = None,
+        *,
+        show_meta: bool = False,
+        print_line_numbers: bool = False,
+        file: TextIO | None = None,
+    ) -> None:
+        """Print the module as TVMScript (TVM's ``IRModule.show``).
+
+        Parameters
+        ----------
+        style : {None, "plain", "ansi", "light", "dark"}
+            Syntax colouring through pygments: ``"ansi"`` uses the terminal's 16 colours,
+            ``"light"`` and ``"dark"`` 256-colour themes for light and dark backgrounds,
+            ``"plain"`` none. ``None`` colours (``"ansi"``) only when printing to a terminal.
+            Without pygments installed the text is printed plain, with a warning when a style
+            was asked for.
+        black_format : bool, optional
+            Reformat with `black` first (it must be installed; a warning says when it is not).
+            The printer's own layout is already black-like, so this is rarely needed.
+        show_meta : bool
+            Accepted for TVM compatibility: relaxvm's text format has no metadata section
+            (constants are printed inline), so there is nothing more to show.
+        print_line_numbers : bool
+            Prefix each line with its number, as TVM does.
+        file : text stream, optional
+            Where to print; ``sys.stdout`` by default.
+
+        Raises
+        ------
+        VMValueError
+            ``style`` is not one of the names above.
+        """
+        from ._show import render
+
+        out = sys.stdout if file is None else file
+        del show_meta  # no metadata section: see above
+        print(render(self.script(), style, black_format, print_line_numbers, out), file=out)
 
     def __str__(self) -> str:
         return self.script()

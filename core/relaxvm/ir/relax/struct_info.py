@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import VMTypeError, VMValueError
 from ...runtime.device import Device
 from ...runtime.dtype import DataType, DataTypeCode
+from ..dtype import parse_dtype
 from ..expr import PrimExpr
 from ..op import convert
 from ._base import RelaxExpr, RelaxNode, Span
@@ -44,10 +45,8 @@ def as_dtype_or_unknown(dtype: Any, where: str) -> DataType | None:
     """Parse a dtype where ``None``, ``""`` and ``"void"`` all mean "unknown" (returns None)."""
     if dtype is None or (isinstance(dtype, str) and dtype in ("", "void")):
         return None
-    try:
-        return DataType(dtype)
-    except (VMTypeError, VMValueError) as err:
-        raise VMTypeError(f"{where}: {err}") from None
+    # Misspelt annotation dtypes ("flaot32") get a "did you mean" from parse_dtype.
+    return parse_dtype(dtype, where)
 
 
 def as_shape_values(values: Sequence[Any], where: str) -> tuple[PrimExpr, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from ...errors import BytecodeError, ExecutableFormatError
+from ...errors import BytecodeError, ExecutableFormatError, VMValueError
 from ...runtime import DataType, Module, Shape, Tensor
 from ..bytecode import (
     _KINDS,
@@ -252,6 +252,43 @@ class Executable(Module):
             export_shared_library(self, path, libs)
             return
         save_file_with(self, path, libs)
+
+    def jit(
+        self,
+        *,
+        fcompile: Any = None,
+        addons: Sequence[str] | None = None,
+        force_recompile: bool = False,
+    ) -> Executable:
+        """The runnable module for :class:`~relaxvm.VirtualMachine` (TVM's ``Executable.jit``).
+
+        TVM's ``jit()`` compiles and links kernels left as source or object files. relaxvm's
+        targets compile every kernel to native code in memory when the executable is built or
+        loaded, so nothing is left to link: this returns ``self``, which
+        ``VirtualMachine(ex.jit(), relaxvm.cpu())`` accepts as TVM code expects.
+
+        Parameters
+        ----------
+        fcompile : None
+            TVM's external compiler hook; there is no external compile step here.
+        addons : None or empty
+            TVM's extra object files to link.
+        force_recompile : bool
+            Accepted for TVM code; the kernels are already compiled, so it changes nothing.
+
+        Raises
+        ------
+        VMValueError
+            ``fcompile`` or ``addons`` is given.
+        """
+        if fcompile is not None or addons:
+            given = "fcompile is" if fcompile is not None else f"addons {list(addons or ())!r} are"
+            raise VMValueError(
+                f"Executable.jit: {given} not supported; the kernels were compiled to native "
+                "code in memory when the executable was built or loaded"
+            )
+        del force_recompile  # nothing to recompile: see above
+        return self
 
     def __repr__(self) -> str:
         return (

@@ -10,6 +10,7 @@ from ....runtime.dtype import DataType
 from ...expr import IntImm, PrimExpr
 from ...op import convert, mul
 from .._base import RelaxExpr
+from .._operators import is_number, number_hint
 from ..expr import Call, Op, PrimValue, ShapeExpr
 from ..struct_info import ShapeStructInfo, StructInfo, TensorStructInfo
 from .registry import InferContext, OpError
@@ -26,8 +27,10 @@ def make_call(
     """A Call of op ``name``; raises OpError when an argument is not a Relax expression."""
     for index, arg in enumerate(args):
         if not isinstance(arg, RelaxExpr):
+            hint = f"; {number_hint(name, args, index)}" if is_number(arg) else ""
             raise OpError(
-                f"{name}: argument {index} must be a Relax expression, got {type(arg).__name__}"
+                f"{name}: argument {index} must be a Relax expression, got "
+                f"{type(arg).__name__}{hint}"
             )
     return Call(Op.get(name), list(args), attrs, sinfo_args)
 

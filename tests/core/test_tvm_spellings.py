@@ -1,0 +1,313 @@
+"""TVM's spellings: lazy submodules on ``relaxvm``, ``relaxvm.nd``, ``IRModule.show``,
+``relax.transform`` / ``relax.get_pipeline``, ``Target.current``, ``Executable.jit`` and the
+explicit keywords of ``relaxvm.compile`` (docs/tvm_compat.md)."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import relaxvm
+from relaxvm.errors import VMValueError
+from relaxvm.script import from_source
+from relaxvm.target import Target, TargetError
+
+SOURCE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        y = R.add(x, x)
+        return y
+"""
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return from_source(SOURCE)
+
+
+# ---- lazy attributes, in a process that imported nothing else ------------------------------
+FRESH_PROCESS_CHECKS = """
+import sys
+import relaxvm
+
+eager = sorted(m for m in ("relaxvm.ir", "relaxvm.transform", "relaxvm.script",
+                           "relaxvm.testing", "relaxvm.target") if m in sys.modules)
+assert eager == [], f"imported by `import relaxvm`: {eager}"
+import numpy as np
+
+x = relaxvm.nd.array(np.arange(3, dtype="float32"))
+assert isinstance(x, relaxvm.nd.NDArray) and x.numpy().tolist() == [0.0, 1.0, 2.0]
+assert relaxvm.nd.empty((2, 2)).shape == (2, 2)
+assert relaxvm.IRModule is relaxvm.ir.IRModule
+assert relaxvm.relax.transform is relaxvm.transform
+assert callable(relaxvm.relax.get_pipeline) and callable(relaxvm.relax.VirtualMachine)
+assert relaxvm.target.Target.current() is None and relaxvm.Target is relaxvm.target.Target
+assert callable(relaxvm.transform.LegalizeOps)
+assert callable(relaxvm.testing.isolated_plugins)
+assert callable(relaxvm.script.from_source)
+assert callable(relaxvm.ir.assert_structural_equal)
+assert relaxvm.tir.PrimFunc is not None and callable(relaxvm.te.compute)
+assert callable(relaxvm.registry.get_global_func) and relaxvm.runtime.Tensor is relaxvm.Tensor
+assert relaxvm.vm.VirtualMachine is relaxvm.VirtualMachine
+assert callable(relaxvm.security.trusting_object_code)
+assert relaxvm.errors.CompileError is not None
+assert callable(relaxvm.extensions.get_target_kind) and hasattr(relaxvm.plugins, "_loaded")
+assert callable(relaxvm.Executable.jit) and callable(relaxvm.IRModule.show)
+assert relaxvm.from_dlpack is relaxvm.runtime.from_dlpack is relaxvm.nd.from_dlpack
+print("ok")
+"""
+
+
+def test_every_spelling_works_in_a_fresh_process():
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS_CHECKS], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_dir_lists_lazy_names_without_importing_them():
+    code = (
+        "import sys, relaxvm\n"
+        "names = dir(relaxvm)\n"
+        "for name in ('nd', 'transform', 'testing', 'script', 'target', 'IRModule', 'Target'):\n"
+        "    assert name in names, name\n"
+        "assert 'relaxvm.transform' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unknown_attribute_suggests_a_close_name():
+    with pytest.raises(AttributeError) as info:
+        relaxvm.cmopile  # noqa: B018
+    assert (
+        str(info.value) == "module 'relaxvm' has no attribute 'cmopile'. Did you mean: 'compile'?"
+    )
+    assert info.value.name == "cmopile"
+    with pytest.raises(AttributeError, match="Did you mean: 'transform'"):
+        relaxvm.transfrom  # noqa: B018
+    with pytest.raises(AttributeError) as info:
+        relaxvm.zzzzqqq  # noqa: B018
+    assert str(info.value) == "module 'relaxvm' has no attribute 'zzzzqqq'"
+
+
+def test_from_import_of_lazy_names():
+    from relaxvm import IRModule, Target, nd, transform
+
+    assert IRModule is relaxvm.ir.IRModule
+    assert Target is relaxvm.target.Target
+    assert nd.NDArray is relaxvm.Tensor
+    assert transform.PassContext is relaxvm.transform.pass_infra.PassContext
+
+
+# ---- relaxvm.nd ------------------------------------------------------------------------------
+def test_nd_array_copies_and_keeps_dtype():
+    source = np.arange(6, dtype="int32").reshape(2, 3)
+    x = relaxvm.nd.array(source)
+    source[0, 0] = 100  # a copy, as tvm.nd.array makes
+    assert x.numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert str(x.dtype) == "int32"
+    assert x.device == relaxvm.cpu(0)
+    y = relaxvm.nd.array(x, device=relaxvm.cpu(0), mem_scope="global")
+    assert y is not x and y.numpy().tolist() == x.numpy().tolist()
+
+
+def test_from_dlpack_shares_numpy_memory():
+    source = np.arange(4, dtype="float32")
+    for spelling in (relaxvm.from_dlpack, relaxvm.nd.from_dlpack):
+        x = spelling(source)
+        source[0] = 7.0
+        assert x.numpy()[0] == 7.0
+        source[0] = 0.0
+
+
+def test_nd_empty_defaults_to_float32_on_cpu():
+    x = relaxvm.nd.empty([4, 5])
+    assert x.shape == (4, 5) and str(x.dtype) == "float32" and x.device == relaxvm.cpu(0)
+    assert str(relaxvm.nd.empty((3,), "int64").dtype) == "int64"
+
+
+def test_nd_rejects_other_memory_scopes():
+    with pytest.raises(VMValueError, match="nd.array: mem_scope 'texture' is not supported"):
+        relaxvm.nd.array(np.zeros(2), mem_scope="texture")
+    with pytest.raises(VMValueError, match="nd.empty: mem_scope 'shared' is not supported"):
+        relaxvm.nd.empty((2,), mem_scope="shared")
+
+
+# ---- IRModule.show -------------------------------------------------------------------------
+def test_show_prints_the_script(mod, capsys):
+    mod.show()
+    assert capsys.readouterr().out == mod.script() + "\n"
+
+
+def test_show_options(mod):
+    out = io.StringIO()
+    mod.show(print_line_numbers=True, show_meta=True, file=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(" 1 # from relaxvm.script")
+    assert any(line.endswith("class Module:") for line in lines)
+    plain = io.StringIO()
+    mod.show(style="plain", file=plain)
+    assert "\x1b[" not in plain.getvalue()
+
+
+def test_show_colours_when_asked(mod):
+    pytest.importorskip("pygments")
+    for style in ("ansi", "light", "dark"):
+        out = io.StringIO()
+        mod.show(style, file=out)
+        assert "\x1b[" in out.getvalue(), style
+        assert "ir_module" in out.getvalue()
+
+
+def test_show_rejects_unknown_style(mod):
+    with pytest.raises(VMValueError, match=r"IRModule.show: unknown style 'neon'"):
+        mod.show(style="neon")
+
+
+def test_show_black_format_without_black_warns(mod, monkeypatch):
+    monkeypatch.setitem(sys.modules, "black", None)  # importing it now raises ImportError
+    out = io.StringIO()
+    with pytest.warns(UserWarning, match="black is not installed"):
+        mod.show(black_format=True, file=out)
+    assert out.getvalue() == mod.script() + "\n"
+
+
+# ---- relax.transform, relax.get_pipeline ------------------------------------------------------
+def test_relax_transform_and_get_pipeline(mod):
+    from relaxvm import relax
+    from relaxvm.transform import Pass
+
+    assert relax.transform is relaxvm.transform
+    legalized = relax.transform.LegalizeOps()(mod)
+    assert any(type(func).__name__ == "PrimFunc" for _, func in legalized.functions.items()), (
+        legalized.script()
+    )
+    assert isinstance(relax.get_pipeline("default"), Pass)
+    with pytest.raises(relaxvm.errors.CompileError, match="unknown pipeline 'defualt'"):
+        relax.get_pipeline("defualt")
+
+
+# ---- Target.current and target scopes --------------------------------------------------------
+def test_target_scope_nests_and_restores():
+    assert Target.current() is None
+    outer, inner = Target("llvm"), Target("llvm -mcpu=generic")
+    with outer as entered:
+        assert entered is outer and Target.current() is outer
+        with inner:
+            assert Target.current() is inner
+        assert Target.current() is outer
+    assert Target.current() is None
+
+
+def test_target_current_allow_none_false_raises():
+    with pytest.raises(TargetError, match="Target.current: no target is in scope"):
+        Target.current(allow_none=False)
+    with Target("llvm") as target:
+        assert Target.current(allow_none=False) is target
+
+
+def test_target_scope_is_per_thread():
+    seen: list[object] = []
+    with Target("llvm"):
+        thread = threading.Thread(target=lambda: seen.append(Target.current()))
+        thread.start()
+        thread.join()
+    assert seen == [None]
+
+
+def test_target_scope_exits_even_on_error():
+    with pytest.raises(RuntimeError, match="boom"), Target("llvm"):
+        raise RuntimeError("boom")
+    assert Target.current() is None
+
+
+def test_target_exit_out_of_order_is_an_error():
+    a, b = Target("llvm"), Target("llvm")
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(TargetError, match="is not the innermost target scope"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    assert Target.current() is None
+
+
+def test_compile_uses_the_target_in_scope(mod):
+    with Target("llvm -mcpu=generic"):
+        ex = relaxvm.compile(mod)
+    assert [target for _, target, _ in ex.kernel_libs] == [str(Target("llvm -mcpu=generic"))]
+
+
+def test_build_runs_inside_the_target_scope(mod):
+    from relaxvm.transform import module_pass
+
+    seen: list[object] = []
+
+    @module_pass(opt_level=0, name="RecordTarget")
+    def record(module, ctx):
+        seen.append(Target.current())
+        return module
+
+    pipeline = relaxvm.transform.Sequential([record, relaxvm.relax.get_pipeline("default")])
+    relaxvm.compile(mod, "llvm", relax_pipeline=pipeline)
+    assert [str(t) for t in seen] == [str(Target("llvm"))]
+    assert Target.current() is None
+
+
+# ---- Executable.jit -------------------------------------------------------------------------
+def test_jit_returns_a_module_the_vm_runs(mod):
+    ex = relaxvm.compile(mod, target="llvm")
+    rt_mod = ex.jit()
+    assert rt_mod is ex
+    vm = relaxvm.relax.VirtualMachine(rt_mod, relaxvm.cpu())
+    x = relaxvm.nd.array(np.ones((2, 3), "float32"))
+    assert vm["main"](x).numpy().tolist() == [[2.0] * 3] * 2
+    assert ex.jit(force_recompile=True) is ex
+
+
+def test_jit_rejects_external_compilation(mod):
+    ex = relaxvm.compile(mod, target="llvm")
+    with pytest.raises(VMValueError, match="Executable.jit: fcompile is not supported"):
+        ex.jit(fcompile=lambda *args: None)
+    with pytest.raises(VMValueError, match=r"Executable.jit: addons \['a.o'\] are not supported"):
+        ex.jit(addons=["a.o"])
+
+
+# ---- relaxvm.compile's keywords -------------------------------------------------------------
+def test_compile_signature_is_explicit():
+    params = inspect.signature(relaxvm.compile).parameters
+    assert list(params) == ["mod", "target", "relax_pipeline", "params", "exec_mode"]
+    assert params["target"].default is None
+    assert params["relax_pipeline"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["relax_pipeline"].default == "default"
+    assert params["exec_mode"].default == "bytecode"
+    assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def test_compile_keywords_behave_as_build(mod):
+    ex = relaxvm.compile(mod, "llvm", exec_mode="compiled")
+    assert ex.exec_mode == "compiled"
+    with pytest.raises(ValueError, match="Unknown exec_mode 'jit'"):
+        relaxvm.compile(mod, exec_mode="jit")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'pipeline'"):
+        relaxvm.compile(mod, pipeline="default")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="positional argument"):
+        relaxvm.compile(mod, "llvm", "default")  # type: ignore[misc]
+
+
+def test_profiling_vm_as_tvm_builds_it(mod):
+    # TVM: VirtualMachine(ex, dev, profile=True) then vm.profile(...); here every VM profiles.
+    vm = relaxvm.VirtualMachine(relaxvm.compile(mod, target="llvm"), relaxvm.cpu(), profile=True)
+    x = relaxvm.nd.array(np.ones((2, 3), "float32"))
+    report = vm.profile("main", x)
+    assert report.num_calls > 0 and "Name" in report.table()
+    assert vm["main"](x).numpy().tolist() == [[2.0] * 3] * 2
