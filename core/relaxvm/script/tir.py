@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from ..ir import op as _op
 from ..ir._scalar import is_float_dtype
+from ..ir.dtype import COMMON_DTYPES
 from ..ir.expr import PrimExpr
 from ..ir.expr import SizeVar as _SizeVar
 from ..ir.expr import Var as _Var
@@ -55,21 +56,7 @@ class DType:
         return f"T.{self.dtype}"
 
 
-_DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "bfloat16",
-]
+_DTYPES = [dtype for dtype in COMMON_DTYPES if dtype != "handle"]
 for _name in _DTYPES:
     setattr(_module, _name, DType(_name))
 handle = DType("handle")
