@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._names_index import NAMES as _INDEX
+from ._names_math import NAMES as _MATH
+from ._names_nn import NAMES as _NN
+from ._names_shape import NAMES as _SHAPE
+
 __all__ = ["LEGALIZED_OPS", "lazy_legalization"]
 
 _UNARY = "abs ceil erf exp floor log negative round rsqrt sigmoid sqrt tanh logical_not"
@@ -32,7 +37,10 @@ _OTHER = (
 
 #: Every op with a generic legalization here, sorted.
 LEGALIZED_OPS: tuple[str, ...] = tuple(
-    sorted(f"relax.{name}" for name in f"{_UNARY} {_BINARY} {_OTHER}".split())
+    sorted(
+        f"relax.{name}"
+        for name in f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN}".split()
+    )
 )
 
 

@@ -21,6 +21,8 @@ from relaxvm.ir.relax import op
 from relaxvm.ir.relax.text import RelaxPrinter
 from relaxvm.runtime import cpu
 
+from . import _print_calls_index, _print_calls_math, _print_calls_nn, _print_calls_shape
+
 F32 = "float32"
 N = SymVar("n")
 X = rx.Var("x", rx.TensorStructInfo([N, 4], F32))
@@ -111,6 +113,8 @@ def _all_calls() -> dict[str, Any]:
     for name in LOGICAL:
         calls[f"relax.{name}"] = lambda name=name: getattr(op, name)(MASK, MASK)
     calls["relax.logical_not"] = lambda: op.logical_not(MASK)
+    for family in (_print_calls_math, _print_calls_shape, _print_calls_index, _print_calls_nn):
+        calls.update(family.CALLS)
     return calls
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from . import cases_index, cases_math, cases_nn, cases_shape
 from .cases import OpCase
 from .test_ops import CASES, MatrixBuild, assert_matches, matrix_build
 
@@ -98,6 +99,8 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
         )
     },
 }
+for _family in (cases_math, cases_shape, cases_index, cases_nn):
+    EXCLUSIONS.update(_family.EXCLUSIONS)
 
 
 def _key(case: OpCase) -> str:

@@ -13,6 +13,8 @@ from .create import *  # noqa: F403
 from .create import __all__ as _create_all
 from .elementwise import *  # noqa: F403
 from .elementwise import __all__ as _elementwise_all
+from .index import *  # noqa: F403
+from .index import __all__ as _index_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .manipulate import *  # noqa: F403
@@ -51,6 +53,7 @@ __all__ = [
     "register_op",
     *_create_all,
     *_elementwise_all,
+    *_index_all,
     *_linalg_all,
     *_manipulate_all,
     *_reduction_all,
