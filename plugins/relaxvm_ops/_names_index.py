@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-NAMES = ""
+NAMES = "gather_elements gather_nd scatter_elements scatter_nd one_hot"

@@ -2,4 +2,8 @@
 
 from __future__ import annotations
 
-NAMES = ""
+NAMES = (
+    "sin cos tan asin acos atan sinh cosh asinh acosh atanh sign square trunc "
+    "isnan isinf isfinite bitwise_not "
+    "mod floor_mod bitwise_and bitwise_or bitwise_xor left_shift right_shift"
+)

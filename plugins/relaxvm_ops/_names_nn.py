@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-NAMES = ""
+NAMES = "nn.leakyrelu nn.softplus nn.gelu_tanh nn.prelu nn.dropout nn.pad nn.group_norm nn.instance_norm std cumprod median"

@@ -1,4 +1,4 @@
-"""Creation ops: full, zeros, ones, their ``_like`` forms, and arange."""
+"""Creation ops: full, zeros, ones, their ``_like`` forms, arange, eye and eye_like."""
 
 from __future__ import annotations
 
@@ -84,3 +84,34 @@ def legalize_arange(bb: BlockBuilder, call: Call) -> RelaxExpr:
         bb, kernel, *call.args, primfunc_name_hint="arange",
         op_pattern=OpPattern.INJECTIVE, op=op_name(call),
     )  # fmt: skip
+
+
+def _eye(bb: BlockBuilder, call: Call, k: RelaxExpr) -> RelaxExpr:
+    """Ones where ``j - i == k``, zeros elsewhere, in the result's shape and dtype."""
+    out = out_tensor_sinfo(call)
+    shape, dtype = shape_of(out), out.dtype
+    assert dtype is not None
+
+    def kernel(offset: PrimExpr) -> te.Tensor:
+        def body(i: PrimExpr, j: PrimExpr) -> PrimExpr:
+            on = sop.equal(sop.sub(cast(j, "int64"), cast(i, "int64")), cast(offset, "int64"))
+            return sop.select(on, sop.const(1, dtype), sop.const(0, dtype))
+
+        return te.compute(shape, body, name="T_eye")
+
+    return call_te(
+        bb, kernel, k, primfunc_name_hint="eye",
+        op_pattern=OpPattern.INJECTIVE, op=op_name(call),
+    )  # fmt: skip
+
+
+@legalizes("relax.eye")
+def legalize_eye(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """An ``(n, m)`` identity shifted to diagonal ``k``."""
+    return _eye(bb, call, call.args[2])
+
+
+@legalizes("relax.eye_like")
+def legalize_eye_like(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """:func:`legalize_eye` in the shape of ``x`` (``x`` is not read)."""
+    return _eye(bb, call, call.args[1])

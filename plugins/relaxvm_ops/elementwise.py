@@ -1,5 +1,6 @@
 """Elementwise legalizations: unary and binary math with numpy broadcasting, comparisons,
-logical ops, clip, astype, where and the activations (relu, gelu, silu)."""
+logical ops, clip, astype, where and the activations (relu, gelu, silu); the math family
+(trigonometric functions, checks, remainders, bitwise ops, shifts) is at the end."""
 
 from __future__ import annotations
 
@@ -190,7 +191,36 @@ _ARITH: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
     "logical_and": logical_and,
     "logical_or": logical_or,
     "logical_xor": sop.not_equal,
+    "mod": sop.truncmod,  # a float Mod is C's fmod; an integer x % 0 is 0 on every target
+    "floor_mod": lambda a, b: (
+        _float_floor_mod(a, b) if is_float_dtype(a.dtype) else sop.floormod(a, b)
+    ),
+    "bitwise_and": lambda a, b: _on_bools(a, logical_and, T.bitwise_and)(a, b),
+    "bitwise_or": lambda a, b: _on_bools(a, logical_or, T.bitwise_or)(a, b),
+    "bitwise_xor": lambda a, b: _on_bools(a, sop.not_equal, T.bitwise_xor)(a, b),
+    "left_shift": T.shift_left,
+    "right_shift": T.shift_right,
 }
+
+
+def _float_floor_mod(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """numpy's float ``mod``: fmod moved to the divisor's sign (``-1.5 % inf`` is inf), and a
+    zero result takes the divisor's sign (``-0.0 % 2`` is 0.0), so every target agrees."""
+    zero = sop.const(0.0, a.dtype)
+    rem = sop.truncmod(a, b)
+    adjust = logical_and(
+        sop.not_equal(rem, zero), sop.not_equal(sop.less(rem, zero), sop.less(b, zero))
+    )
+    result = select(adjust, sop.add(rem, b), rem)
+    signed_zero = select(sop.less(b, zero), sop.const(-0.0, a.dtype), zero)
+    return select(sop.equal(result, zero), signed_zero, result)
+
+
+def _on_bools(
+    a: PrimExpr, logical: Callable[..., PrimExpr], bitwise: Callable[..., PrimExpr]
+) -> Callable[..., PrimExpr]:
+    # numpy's bitwise ops on bools are the logical ones; TIR's bitwise intrinsics take ints.
+    return logical if is_bool_dtype(a.dtype) else bitwise
 
 
 def _make_binary(name: str) -> None:
@@ -235,7 +265,45 @@ _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "floor": _float_or_identity(T.floor),
     "ceil": _float_or_identity(T.ceil),
     "logical_not": logical_not,
+    "sin": T.sin,
+    "cos": T.cos,
+    "tan": T.tan,
+    "asin": T.asin,
+    "acos": T.acos,
+    "atan": T.atan,
+    "sinh": T.sinh,
+    "cosh": T.cosh,
+    "asinh": T.asinh,
+    "acosh": T.acosh,
+    "atanh": T.atanh,
+    "trunc": _float_or_identity(T.trunc),
+    "square": lambda x: sop.mul(x, x),
+    "sign": lambda x: _sign(x),
+    "isnan": lambda x: _float_check(x, lambda v: sop.not_equal(v, v), False),
+    "isinf": lambda x: _float_check(x, lambda v: sop.equal(T.fabs(v), _inf(v)), False),
+    "isfinite": lambda x: _float_check(x, lambda v: sop.less(T.fabs(v), _inf(v)), True),
+    "bitwise_not": lambda x: logical_not(x) if is_bool_dtype(x.dtype) else T.bitwise_not(x),
 }
+
+
+def _sign(x: PrimExpr) -> PrimExpr:
+    """numpy's sign: 1, -1, or 0 for either zero; NaN stays NaN (no comparison holds)."""
+    one, zero = sop.const(1, x.dtype), sop.const(0, x.dtype)
+    if x.dtype.code == DataTypeCode.UINT:
+        return select(sop.greater(x, zero), one, zero)
+    rest = select(sop.equal(x, zero), zero, x) if is_float_dtype(x.dtype) else zero
+    return select(
+        sop.greater(x, zero), one, select(sop.less(x, zero), sop.const(-1, x.dtype), rest)
+    )
+
+
+def _inf(x: PrimExpr) -> PrimExpr:
+    return sop.const(math.inf, x.dtype)
+
+
+def _float_check(x: PrimExpr, check: Callable[[PrimExpr], PrimExpr], other: bool) -> PrimExpr:
+    # An integer or bool is never NaN or inf: the check is a constant.
+    return check(x) if is_float_dtype(x.dtype) else sop.const(other)
 
 
 def _relu(x: PrimExpr) -> PrimExpr:

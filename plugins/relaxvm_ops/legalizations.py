@@ -9,7 +9,9 @@ from . import (  # noqa: F401
     indexing,
     linalg,
     manipulate,
+    manipulate_extra,
     nn,
+    nn_extra,
     reduction,
     structural,
 )

@@ -1,9 +1,9 @@
-"""Reductions (sum, mean, max, min, prod, variance, argmax, argmin), softmax, log_softmax and
-cumsum.
+"""Reductions (sum, mean, max, min, prod, variance, std, argmax, argmin), softmax, log_softmax,
+cumsum and cumprod.
 
 sum/max/min are single TE reductions; mean and variance add elementwise stages. prod, the
-arg reductions and cumsum need combiners TE does not have (a product, a value-index pair, a
-running sum), so they are written as TIR loops in init-and-update form.
+arg reductions and the scans need combiners TE does not have (a product, a value-index pair, a
+running sum or product), so they are written as TIR loops in init-and-update form.
 """
 
 from __future__ import annotations
@@ -144,9 +144,18 @@ def legalize_mean(bb: BlockBuilder, call: Call) -> RelaxExpr:
     )  # fmt: skip
 
 
-@legalizes("relax.variance")
+def _sqrt(value: PrimExpr) -> PrimExpr:
+    """``sqrt`` in the value's type; integers take the truncated root (computed in float64)."""
+    if is_float_dtype(value.dtype):
+        return T.sqrt(value)
+    return cast(T.floor(T.sqrt(cast(value, "float64"))), value.dtype)
+
+
+@legalizes("relax.variance", "relax.std")
 def legalize_variance(bb: BlockBuilder, call: Call) -> RelaxExpr:
-    """Population variance: ``mean((x - mean(x))**2)`` in separate stages."""
+    """Population variance: ``mean((x - mean(x))**2)`` in separate stages; std adds a square
+    root."""
+    is_std = op_name(call) == "relax.std"
     shape, axes, keepdims, out_shape = _reduce_setup(call)
     count = product([shape[a] for a in axes])
     keep_shape = [IntImm("int64", 1) if a in axes else d for a, d in enumerate(shape)]
@@ -162,12 +171,15 @@ def legalize_variance(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
         sq = te.compute(shape, deviation, name="T_sq_dev")
         sq_total = _te_reduce(sq, shape, axes, keepdims, out_shape, te.sum, "T_sq_sum")
-        return te.compute(
+        var = te.compute(
             out_shape, lambda *i: _divide_by_count(sq_total[i], count), name="T_variance"
         )
+        if not is_std:
+            return var
+        return te.compute(out_shape, lambda *i: _sqrt(var[i]), name="T_std")
 
     return call_te(
-        bb, kernel, call.args[0], primfunc_name_hint="variance",
+        bb, kernel, call.args[0], primfunc_name_hint="std" if is_std else "variance",
         op_pattern=OpPattern.COMM_REDUCE, op=op_name(call),
     )  # fmt: skip
 
@@ -337,9 +349,13 @@ def legalize_log_softmax(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 # ---- cumsum ---------------------------------------------------------------------------------
-@legalizes("relax.cumsum")
+@legalizes("relax.cumsum", "relax.cumprod")
 def legalize_cumsum(bb: BlockBuilder, call: Call) -> RelaxExpr:
-    """A running sum along the axis (of the flattened tensor when ``axis`` is None)."""
+    """A running sum (cumprod: product) along the axis (of the flattened tensor when ``axis``
+    is None); exclusive scans start from the identity, 0 or 1."""
+    is_prod = op_name(call) == "relax.cumprod"
+    combine = sop.mul if is_prod else sop.add
+    name = "cumprod" if is_prod else "cumsum"
     shape = shape_of(tensor_arg(call, 0, "data"))
     out_info = out_tensor_sinfo(call)
     out_shape, dtype = shape_of(out_info), out_info.dtype
@@ -350,7 +366,7 @@ def legalize_cumsum(bb: BlockBuilder, call: Call) -> RelaxExpr:
     axis = 0 if flat else normalize_axes(call, [raw_axis], len(shape))[0]
 
     def build(x: te.Tensor) -> tuple[list[Buffer], Stmt]:
-        out = Buffer("T_cumsum", out_shape, dtype)
+        out = Buffer(f"T_{name}", out_shape, dtype)
         outer = [d for a, d in enumerate(out_shape) if a != axis]
 
         def read(idx: list[Any]) -> PrimExpr:
@@ -367,9 +383,9 @@ def legalize_cumsum(bb: BlockBuilder, call: Call) -> RelaxExpr:
                 k = ks[0]
                 here, prev = full(k), full(sop.sub(k, 1))
                 own = cast(read(prev if exclusive else here), dtype)
-                first = sop.const(0, dtype) if exclusive else own
+                first = sop.const(int(is_prod), dtype) if exclusive else own
                 # if_then_else runs only the chosen branch, so k - 1 is never read at k == 0.
-                value = T.if_then_else(sop.equal(k, 0), first, sop.add(out[tuple(prev)], own))
+                value = T.if_then_else(sop.equal(k, 0), first, combine(out[tuple(prev)], own))
                 return BufferStore(out, value, here)
 
             return _loops([out_shape[axis]], "k", step)
@@ -377,6 +393,6 @@ def legalize_cumsum(bb: BlockBuilder, call: Call) -> RelaxExpr:
         return [out], _loops(outer, "i", per_line)
 
     return call_tir_loops(
-        bb, build, call.args[0], primfunc_name_hint="cumsum",
+        bb, build, call.args[0], primfunc_name_hint=name,
         op_pattern=OpPattern.OPAQUE, op=op_name(call),
     )  # fmt: skip

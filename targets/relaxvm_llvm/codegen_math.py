@@ -1,4 +1,6 @@
-"""Intrinsic calls: LLVM intrinsics, libm functions, and a vectorizable float32 ``exp``.
+"""Intrinsic calls: LLVM intrinsics, libm functions (tanh, erf and the trigonometric and
+hyperbolic functions), a vectorizable float32 ``exp``, and the integer bitwise and shift
+intrinsics (with numpy's result for shift counts outside ``[0, bits)``).
 
 LLVM has no vector math library here, so ``llvm.exp.v16f32`` becomes 16 scalar ``expf``
 calls. Inside explicitly vectorized loops (and everywhere with the ``afn`` fast-math flag)
@@ -17,7 +19,8 @@ from typing import Any
 import llvmlite.ir as ir
 
 from relaxvm.ir.tir import Call
-from relaxvm.runtime.dtype import DataType
+from relaxvm.ir.tir.intrin import BitwiseCall
+from relaxvm.runtime.dtype import DataType, DataTypeCode
 
 from .lltypes import I32, Lane, llvm_type
 
@@ -91,8 +94,17 @@ _LLVM_UNARY = {
     "floor": "floor",
     "ceil": "ceil",
     "round": "roundeven",
+    "trunc": "trunc",
 }
-_LIBM = {"tanh": "tanh", "erf": "erf"}
+# No LLVM intrinsic lowers these without a libm call anyway (llvm.sin/llvm.cos become sinf/
+# cosf), so call libm directly: one scalar call per lane in vector code (docs/llvm_target.md).
+_LIBM = {
+    name: name
+    for name in (
+        "tanh", "erf", "sin", "cos", "tan", "asin", "acos", "atan",
+        "sinh", "cosh", "asinh", "acosh", "atanh",
+    )
+}  # fmt: skip
 
 
 def emit_math_call(gen: Any, expr: Call) -> Lane:
@@ -105,12 +117,42 @@ def emit_math_call(gen: Any, expr: Call) -> Lane:
     else:
         values = [arg.value for arg in args]
     dtype = expr.dtype
+    if isinstance(expr, BitwiseCall):
+        return Lane.of(_bitwise(gen.builder, short, values, dtype))
     if dtype.bits == 16 and short != "fabs":
         # Compute half-precision math in float and round once, as numpy does.
         f32, f16 = DataType("float32"), dtype
         wide = [gen.cast_value(v, f16, f32) for v in values]
         return Lane.of(gen.cast_value(_math(gen, short, wide, f32), f32, f16))
     return Lane.of(_math(gen, short, values, dtype))
+
+
+def _int_const(ty: ir.Type, value: int) -> Any:
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [value] * ty.count)
+    return ir.Constant(ty, value)
+
+
+def _bitwise(b: ir.IRBuilder, short: str, values: list[ir.Value], dtype: DataType) -> ir.Value:
+    """The integer intrinsics. A shift count outside ``[0, bits)`` (poison in LLVM, undefined
+    in C) gives numpy's result: 0 for a left shift, the sign fill for a right shift; the count
+    is clamped first so the shift instruction itself is always defined."""
+    x = values[0]
+    if short == "bitwise_not":
+        return b.not_(x)
+    y = values[1]
+    if short in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor}[short](x, y)
+    ty = x.type
+    signed = dtype.code != DataTypeCode.UINT
+    in_range = b.icmp_unsigned("<", y, _int_const(ty, dtype.bits))  # negative counts are huge
+    count = b.select(in_range, y, _int_const(ty, 0))
+    if short == "shift_left":
+        return b.select(in_range, b.shl(x, count), _int_const(ty, 0))
+    if signed:
+        fill = b.ashr(x, _int_const(ty, dtype.bits - 1))
+        return b.select(in_range, b.ashr(x, count), fill)
+    return b.select(in_range, b.lshr(x, count), _int_const(ty, 0))
 
 
 def _math(gen: Any, short: str, values: list[ir.Value], dtype: DataType) -> ir.Value:

@@ -29,7 +29,7 @@ from ._eval import symbolic_dim
 # shadow the builtins here: code below spells the builtins as `builtins.X`.
 _module = sys.modules[__name__]
 for _name in _intrin.__all__:
-    if _name not in ("Call", "INTRINSICS"):
+    if _name not in ("BitwiseCall", "Call", "INTRINSICS"):
         setattr(_module, _name, getattr(_intrin, _name))
 
 

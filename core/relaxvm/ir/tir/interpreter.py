@@ -53,7 +53,7 @@ from ..expr import (
 from ..expr_functor import evaluate
 from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
-from .intrin import Call, CheckIndex, checked_index, float_max, float_min
+from .intrin import BitwiseCall, Call, CheckIndex, checked_index, float_max, float_min
 from .intrin import IfThenElse as IfThenElseCall
 from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
@@ -309,6 +309,9 @@ class _Compiler:
 
     def _call(self, node: Call) -> ExprFn:
         arg_fns = [self.expr(arg) for arg in node.args]
+        if isinstance(node, BitwiseCall):
+            # Exact on Python ints, wrapped to the type (numpy's rule for shift counts).
+            return lambda env: node.int_value(*(int(fn(env)) for fn in arg_fns))
         scalar_fn = type(node)._scalar_fn  # type: ignore[attr-defined]
         to_dtype = _numpy_type(node.dtype, str(node))
         if len(arg_fns) == 1:

@@ -13,24 +13,42 @@ branch (unlike ``Select``), which is what guarded loads such as padding need.
 
 from __future__ import annotations
 
-import builtins
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ...errors import VMIndexError, VMTypeError, VMValueError
 from ...runtime.dtype import DataType
-from .._scalar import is_bool_dtype, is_float_dtype, is_int_dtype
+from .._scalar import cast_scalar, is_bool_dtype, is_float_dtype, is_int_dtype
 from ..expr import ExprLike, IntImm, PrimExpr, as_dtype
-from ..op import _promote, cast, convert
+from ..op import _operands, _promote, cast, convert
+from ._intrin_scalar import (
+    BITWISE_FNS,
+    FLOAT_INTRINSICS,
+    float_max,
+    float_min,
+    shift_result,
+)
 
 __all__ = [
     "INDEX_CHECK_OPS",
     "INTRINSICS",
+    "BitwiseCall",
     "Call",
     "CheckIndex",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "ceil",
     "check_index",
+    "cos",
+    "cosh",
     "erf",
     "exp",
     "exp2",
@@ -44,94 +62,25 @@ __all__ = [
     "pow",
     "round",
     "rsqrt",
+    "shift_left",
+    "shift_right",
     "sigmoid",
+    "sin",
+    "sinh",
     "sqrt",
+    "tan",
     "tanh",
+    "trunc",
 ]
 
 
-def _sigmoid(x: float) -> float:
-    # Split by sign so that exp never overflows.
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
-def _exp(x: float) -> float:
-    try:
-        return math.exp(x)
-    except OverflowError:
-        return math.inf
-
-
-def _pow(x: float, y: float) -> float:
-    # C's pow (and numpy's), where math.pow raises: overflow is inf with the sign an odd
-    # integer exponent keeps, a zero base with a negative exponent is inf (-inf for -0.0 and
-    # an odd exponent), and a negative base with a non-integer exponent is NaN.
-    try:
-        return math.pow(x, y)
-    except (OverflowError, ValueError):
-        odd = float(y).is_integer() and float(y) % 2 == 1
-        if x == 0:
-            return math.copysign(math.inf, x) if odd else math.inf
-        if x < 0 and not float(y).is_integer():
-            return math.nan
-        return -math.inf if x < 0 and odd else math.inf
-
-
-def float_max(a: Any, b: Any) -> Any:
-    """numpy's ``maximum`` on two floats: NaN if either is NaN, else the larger (``a`` on
-    ties, so ``max(-0.0, 0.0)`` is ``-0.0``). Python's ``max`` drops a NaN in second place."""
-    return b if b != b or b > a else a
-
-
-def float_min(a: Any, b: Any) -> Any:
-    """numpy's ``minimum`` on two floats: NaN if either is NaN, else the smaller."""
-    return b if b != b or b < a else a
-
-
-def _log(x: float, base_log: Callable[[float], float]) -> float:
-    if x > 0:
-        return base_log(x)
-    return -math.inf if x == 0 else math.nan
-
-
-def _sqrt(x: float) -> float:
-    return math.sqrt(x) if x >= 0 else math.nan
-
-
-def _rsqrt(x: float) -> float:
-    if x == 0:
-        return math.copysign(math.inf, x)  # 1 / sqrt(-0.0) is -inf, as in numpy
-    return 1.0 / math.sqrt(x) if x > 0 else math.nan
-
-
-def _round_half_even(x: float) -> float:
-    # TVM's round lowers to nearbyint: ties go to the even neighbour, like Python's round.
-    return float(builtins.round(x)) if math.isfinite(x) else x
-
-
-# name -> (number of arguments, scalar function on Python floats)
-_FLOAT_INTRINSICS: dict[str, tuple[int, Callable[..., float]]] = {
-    "exp": (1, _exp),
-    "exp2": (1, lambda x: _pow(2.0, x)),
-    "log": (1, lambda x: _log(x, math.log)),
-    "log2": (1, lambda x: _log(x, math.log2)),
-    "sqrt": (1, _sqrt),
-    "rsqrt": (1, _rsqrt),
-    "tanh": (1, math.tanh),
-    "sigmoid": (1, _sigmoid),
-    "erf": (1, math.erf),
-    "fabs": (1, abs),
-    "floor": (1, lambda x: float(math.floor(x)) if math.isfinite(x) else x),
-    "ceil": (1, lambda x: float(math.ceil(x)) if math.isfinite(x) else x),
-    "round": (1, _round_half_even),
-    "pow": (2, _pow),
-}
-
 #: Every intrinsic name (without the ``tir.`` prefix).
-INTRINSICS = (*sorted(_FLOAT_INTRINSICS), "check_index", "if_then_else")
+INTRINSICS = (
+    *sorted(FLOAT_INTRINSICS),
+    *("bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"),
+    "check_index",
+    "if_then_else",
+)
 
 
 class Call(PrimExpr):
@@ -256,7 +205,7 @@ def _make_intrinsic(name: str, arity: int, fn: Callable[..., float]) -> type[Cal
     return node_type
 
 
-for _name, (_arity, _fn) in _FLOAT_INTRINSICS.items():
+for _name, (_arity, _fn) in FLOAT_INTRINSICS.items():
     _make_intrinsic(_name, _arity, _fn)
 
 
@@ -293,6 +242,18 @@ fabs = _unary("fabs")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")
+trunc = _unary("trunc")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
 
 
 def pow(x: ExprLike, y: ExprLike) -> PrimExpr:
@@ -311,6 +272,77 @@ def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> PrimExpr:
         )
     then_value, else_value = _promote(convert(t), convert(f), "if_then_else")
     return Call(then_value.dtype, "tir.if_then_else", [condition, then_value, else_value])
+
+
+# ---- bitwise and shifts on integers ---------------------------------------------------------
+class BitwiseCall(Call):
+    """An intrinsic on integers (TVM's ``tir.bitwise_*``, ``tir.shift_left``/``shift_right``):
+    the operands and the result share one integer type; :meth:`int_value` is its value."""
+
+    __slots__ = ()
+
+    def _check_types(self, dtype: DataType, args: tuple[PrimExpr, ...]) -> None:
+        if not is_int_dtype(dtype):
+            raise VMTypeError(f"{self.op}: needs an integer type, got {dtype}")
+        for position, arg in enumerate(args):
+            if arg.dtype != dtype:
+                raise VMTypeError(
+                    f"{self.op}: argument {position} `{arg}` has type {arg.dtype}, expected {dtype}"
+                )
+
+    def int_value(self, *values: int) -> int:
+        """The result on Python int operands, wrapped to the result type."""
+        short = self.op.removeprefix("tir.")
+        if short in BITWISE_FNS:
+            return int(cast_scalar(BITWISE_FNS[short](*values), self.dtype))
+        return shift_result(short, values[0], values[1], self.dtype)
+
+    def _evaluate(self, evaluate_child: Callable[[PrimExpr], Any]) -> Any:
+        return self.int_value(*(int(evaluate_child(arg)) for arg in self._operands))
+
+
+for _name in (*BITWISE_FNS, "shift_left", "shift_right"):
+    Call._by_name[_name] = type(
+        _name,
+        (BitwiseCall,),
+        {
+            "__slots__": (),
+            "op": f"tir.{_name}",
+            "arity": 1 if _name == "bitwise_not" else 2,
+            "__doc__": f"``T.{_name}``: the {_name} intrinsic on integers.",
+        },
+    )
+
+
+def _int_operand(name: str, value: ExprLike) -> PrimExpr:
+    expr = convert(value)
+    if not is_int_dtype(expr.dtype):
+        raise VMTypeError(f"T.{name}: needs an integer argument, got `{expr}` of type {expr.dtype}")
+    return expr
+
+
+def _bitwise_binary(name: str) -> Callable[[ExprLike, ExprLike], PrimExpr]:
+    def build(x: ExprLike, y: ExprLike) -> PrimExpr:
+        a, b = _operands(x, y, name)  # a Python int takes the other operand's type
+        a, b = _int_operand(name, a), _int_operand(name, b)
+        return Call(a.dtype, f"tir.{name}", [a, b])
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"``T.{name}(x, y)`` on integer expressions (promoted to one type)."
+    return build
+
+
+bitwise_and = _bitwise_binary("bitwise_and")
+bitwise_or = _bitwise_binary("bitwise_or")
+bitwise_xor = _bitwise_binary("bitwise_xor")
+shift_left = _bitwise_binary("shift_left")
+shift_right = _bitwise_binary("shift_right")
+
+
+def bitwise_not(x: ExprLike) -> PrimExpr:
+    """``T.bitwise_not(x)``: ``~x`` on an integer expression."""
+    expr = _int_operand("bitwise_not", x)
+    return Call(expr.dtype, "tir.bitwise_not", [expr])
 
 
 # ---- index checks ----------------------------------------------------------------------------

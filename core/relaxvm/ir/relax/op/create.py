@@ -1,4 +1,5 @@
-"""Tensor creation: full, zeros, ones, their ``*_like`` forms, arange; and cumsum."""
+"""Tensor creation: full, zeros, ones, their ``*_like`` forms, arange, eye, eye_like; and
+cumsum."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ._common import (
     as_int,
     as_prim_value,
     as_shape_expr,
+    dims_text,
     dtype_attr,
     make_call,
     normalize_axis,
@@ -24,7 +26,7 @@ from ._common import (
     shape_arg_values,
     tensor,
 )
-from .registry import InferContext, register_op
+from .registry import InferContext, OpError, register_op
 
 _DTYPE_ATTR = {"dtype": "the element type; None takes it from the input"}
 
@@ -96,6 +98,38 @@ def _infer_arange(call: Call, ctx: InferContext) -> StructInfo:
     return tensor([ctx.analyzer.simplify(max_expr(count_expr, 0))], dtype)
 
 
+def _int_prim(ctx: InferContext, call: Call, index: int, what: str) -> PrimExpr | None:
+    """The value of an integer PrimValue argument; None when only its type is known."""
+    sinfo = ctx.arg_sinfo(call, index)
+    if not isinstance(sinfo, PrimStructInfo) or (
+        sinfo.dtype is not None and sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT)
+    ):
+        raise ctx.error(f"{what} must be an integer PrimValue, got {sinfo}")
+    return sinfo.value
+
+
+def _infer_eye(call: Call, ctx: InferContext) -> StructInfo:
+    rows, cols = _int_prim(ctx, call, 0, "n"), _int_prim(ctx, call, 1, "m")
+    _int_prim(ctx, call, 2, "k")
+    for what, value in (("n", rows), ("m", cols)):
+        if isinstance(value, IntImm) and value.value < 0:
+            raise ctx.error(f"{what} must be non-negative, got {value.value}")
+    dtype = ctx.attr(call, "dtype")
+    if rows is None or cols is None:
+        return tensor(None, dtype, 2)
+    return tensor([rows, cols], dtype)
+
+
+def _infer_eye_like(call: Call, ctx: InferContext) -> StructInfo:
+    info = ctx.tensor_arg(call, 0, "x")
+    _int_prim(ctx, call, 1, "k")
+    if info.ndim not in (2, -1):
+        raise ctx.error(f"x must be a 2-d tensor, got shape {dims_text(info)}")
+    return TensorStructInfo(
+        info.shape, ctx.attr(call, "dtype") or info.dtype, ndim=2, vdevice=info.vdevice
+    )
+
+
 def _infer_cumsum(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "data")
     dtype = ctx.attr(call, "dtype") or info.dtype
@@ -124,6 +158,20 @@ register_op(
     infer=_infer_arange,
     attrs={"dtype": "element type; default int64, or float32 when a bound is a float"},
     doc="evenly spaced values in [start, end)",
+)
+register_op(
+    "relax.eye",
+    num_inputs=3,
+    infer=_infer_eye,
+    attrs={"dtype": "the element type"},
+    doc="ones on diagonal k of an (n, m) matrix",
+)
+register_op(
+    "relax.eye_like",
+    num_inputs=2,
+    infer=_infer_eye_like,
+    attrs=_DTYPE_ATTR,
+    doc="eye with the shape of a 2-d tensor",
 )
 register_op(
     "relax.cumsum",
@@ -184,6 +232,24 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: str | DataType | N
     return make_call(name, args, {"dtype": dtype_attr(name, dtype)})
 
 
+def eye(n: Any, m: Any = None, k: Any = 0, dtype: str | DataType = "float32") -> Call:
+    """An ``(n, m)`` matrix with ones on diagonal ``k`` (0 the main one, > 0 above it) and
+    zeros elsewhere; ``m`` defaults to ``n``. ``n``, ``m`` and ``k`` are ints, PrimExprs or
+    integer PrimValues."""
+    name = "relax.eye"
+    args = [as_prim_value(name, v) for v in (n, n if m is None else m, k)]
+    attr = dtype_attr(name, dtype)
+    if attr is None:
+        raise OpError(f"{name}: dtype is required, got {dtype!r}")
+    return make_call(name, args, {"dtype": attr})
+
+
+def eye_like(x: RelaxExpr, k: Any = 0, dtype: str | DataType | None = None) -> Call:
+    """:func:`eye` with the shape of the 2-d tensor ``x`` (and its dtype unless given)."""
+    name = "relax.eye_like"
+    return make_call(name, [x, as_prim_value(name, k)], {"dtype": dtype_attr(name, dtype)})
+
+
 def cumsum(
     data: RelaxExpr,
     axis: int | None = None,
@@ -203,6 +269,8 @@ def cumsum(
 __all__ = [
     "arange",
     "cumsum",
+    "eye",
+    "eye_like",
     "full",
     "full_like",
     "ones",

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....runtime.dtype import DataType, DataTypeCode
+from ....runtime.dtype import DataType
 from .._base import RelaxExpr
 from ..expr import Call
-from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
-from ._common import (
-    as_prim_value,
-    broadcast_ndim,
-    broadcast_shapes,
-    dims_text,
-    dtype_attr,
-    make_call,
-    same_shape,
-    tensor,
-    unify_dtypes,
-)
+from ..struct_info import PrimStructInfo, StructInfo
+from ._common import as_prim_value, dims_text, dtype_attr, make_call, same_shape, unify_dtypes
+from ._elementwise_common import binary_operands, broadcast_result, is_float, require_bool
 from .registry import InferContext, register_op
 
 _BOOL = DataType("bool")
@@ -40,64 +31,28 @@ FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
 NUMERIC_UNARY = ("abs", "negative", "round", "floor", "ceil")
 
 
-def _is_float(dtype: DataType) -> bool:
-    return dtype.code in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT)
-
-
-def _require_bool(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
-    if info.dtype is not None and info.dtype != _BOOL:
-        raise ctx.error(f"{what} must be bool, got {info.dtype} with shape {dims_text(info)}")
-
-
-def _broadcast_result(
-    ctx: InferContext, infos: list[TensorStructInfo], dtype: DataType | None
-) -> TensorStructInfo:
-    shape = broadcast_shapes(ctx, infos)
-    if shape is not None:
-        return tensor(shape, dtype, like=infos[0])
-    if len(infos) == 2:
-        # x op x with a shape variable: the shape is kept exactly.
-        first, second = infos
-        if first.shape is not None and first.shape is second.shape:
-            return same_shape(first, dtype)
-    return tensor(None, dtype, broadcast_ndim(infos), like=infos[0])
-
-
-def _binary_operands(call: Call, ctx: InferContext) -> list[TensorStructInfo]:
-    infos = []
-    for index in range(2):
-        sinfo = ctx.arg_sinfo(call, index)
-        if isinstance(sinfo, PrimStructInfo):
-            # A scalar operand behaves as a 0-d tensor, as in TVM.
-            sinfo = TensorStructInfo([], sinfo.dtype)
-        if not isinstance(sinfo, TensorStructInfo):
-            raise ctx.error(f"operand {index} must be a tensor or a scalar, got {sinfo}")
-        infos.append(sinfo)
-    return infos
-
-
 def _infer_arith(call: Call, ctx: InferContext) -> StructInfo:
-    infos = _binary_operands(call, ctx)
+    infos = binary_operands(call, ctx)
     dtype = unify_dtypes(ctx, infos)
-    return _broadcast_result(ctx, infos, dtype)
+    return broadcast_result(ctx, infos, dtype)
 
 
 def _infer_compare(call: Call, ctx: InferContext) -> StructInfo:
-    infos = _binary_operands(call, ctx)
+    infos = binary_operands(call, ctx)
     unify_dtypes(ctx, infos)
-    return _broadcast_result(ctx, infos, _BOOL)
+    return broadcast_result(ctx, infos, _BOOL)
 
 
 def _infer_logical(call: Call, ctx: InferContext) -> StructInfo:
-    infos = _binary_operands(call, ctx)
+    infos = binary_operands(call, ctx)
     for index, info in enumerate(infos):
-        _require_bool(ctx, info, f"operand {index}")
-    return _broadcast_result(ctx, infos, _BOOL)
+        require_bool(ctx, info, f"operand {index}")
+    return broadcast_result(ctx, infos, _BOOL)
 
 
 def _infer_float_unary(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
-    if info.dtype is not None and not _is_float(info.dtype):
+    if info.dtype is not None and not is_float(info.dtype):
         raise ctx.error(
             f"x must have a float dtype, got {info.dtype} with shape {dims_text(info)} "
             "(cast it with astype first)"
@@ -114,7 +69,7 @@ def _infer_numeric_unary(call: Call, ctx: InferContext) -> StructInfo:
 
 def _infer_logical_not(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
-    _require_bool(ctx, info, "x")
+    require_bool(ctx, info, "x")
     return same_shape(info, _BOOL)
 
 
@@ -137,9 +92,9 @@ def _infer_where(call: Call, ctx: InferContext) -> StructInfo:
     cond = ctx.tensor_arg(call, 0, "condition")
     x = ctx.tensor_arg(call, 1, "x1")
     y = ctx.tensor_arg(call, 2, "x2")
-    _require_bool(ctx, cond, "condition")
+    require_bool(ctx, cond, "condition")
     dtype = unify_dtypes(ctx, [x, y], "x1 and x2")
-    return _broadcast_result(ctx, [cond, x, y], dtype)
+    return broadcast_result(ctx, [cond, x, y], dtype)
 
 
 for _name in ARITH_BINARY:
@@ -340,21 +295,67 @@ def where(condition: RelaxExpr, x1: RelaxExpr, x2: RelaxExpr) -> Call:
     return make_call("relax.where", [condition, x1, x2])
 
 
+# The math family lives in its own module; re-exported here so that the op namespace has it.
+from .elementwise_math import (  # noqa: E402
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    cos,
+    cosh,
+    floor_mod,
+    isfinite,
+    isinf,
+    isnan,
+    left_shift,
+    mod,
+    right_shift,
+    sign,
+    sin,
+    sinh,
+    square,
+    tan,
+    trunc,
+)
+
 # Spelled out (not built from the tuples above) so that type checkers see the names.
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
     "add",
+    "asin",
+    "asinh",
     "astype",
+    "atan",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "ceil",
     "clip",
+    "cos",
+    "cosh",
     "divide",
     "equal",
     "erf",
     "exp",
     "floor",
     "floor_divide",
+    "floor_mod",
     "greater",
     "greater_equal",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
     "less",
     "less_equal",
     "log",
@@ -364,15 +365,23 @@ __all__ = [
     "logical_xor",
     "maximum",
     "minimum",
+    "mod",
     "multiply",
     "negative",
     "not_equal",
     "power",
+    "right_shift",
     "round",
     "rsqrt",
     "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
     "sqrt",
+    "square",
     "subtract",
+    "tan",
     "tanh",
+    "trunc",
     "where",
 ]

@@ -1,5 +1,6 @@
 """Shape manipulation: reshape, permute_dims, expand_dims, squeeze, flatten, concat, split,
-strided_slice, take, broadcast_to."""
+strided_slice, take, broadcast_to; tril, triu, flip, tile, repeat, stack, meshgrid and
+collapse_sum_* come from :mod:`.manipulate_extra`."""
 
 from __future__ import annotations
 
@@ -491,7 +492,12 @@ def _register() -> None:
 
 _register()
 
+# The further ops live in their own module (size); they are part of this namespace.
+from .manipulate_extra import *  # noqa: E402, F403
+from .manipulate_extra import __all__ as _extra_all  # noqa: E402
+
 __all__ = [
+    *_extra_all,
     "broadcast_to",
     "concat",
     "expand_dims",

@@ -455,7 +455,17 @@ def adaptive_avg_pool2d(
     return make_call(name, [data], {"output_size": size})
 
 
+# The parameterised activations, dropout, pad and the channel norms live in their own modules
+# (size); their
+# builders are part of this namespace, as in TVM's relax.op.nn.
+from .nn_extra import *  # noqa: E402, F403
+from .nn_extra import __all__ as _extra_all  # noqa: E402
+from .nn_norm import *  # noqa: E402, F403
+from .nn_norm import __all__ as _norm_all  # noqa: E402
+
 __all__ = [
+    *_extra_all,
+    *_norm_all,
     "adaptive_avg_pool2d",
     "avg_pool2d",
     "batch_norm",
