@@ -15,6 +15,7 @@ from ._names_index import NAMES as _INDEX
 from ._names_math import NAMES as _MATH
 from ._names_nn import NAMES as _NN
 from ._names_shape import NAMES as _SHAPE
+from ._names_sort import NAMES as _SORT
 
 __all__ = ["LEGALIZED_OPS", "lazy_legalization"]
 
@@ -39,7 +40,7 @@ _OTHER = (
 LEGALIZED_OPS: tuple[str, ...] = tuple(
     sorted(
         f"relax.{name}"
-        for name in f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN}".split()
+        for name in f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN} {_SORT}".split()
     )
 )
 

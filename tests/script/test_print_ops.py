@@ -21,7 +21,13 @@ from relaxvm.ir.relax import op
 from relaxvm.ir.relax.text import RelaxPrinter
 from relaxvm.runtime import cpu
 
-from . import _print_calls_index, _print_calls_math, _print_calls_nn, _print_calls_shape
+from . import (
+    _print_calls_index,
+    _print_calls_math,
+    _print_calls_nn,
+    _print_calls_shape,
+    _print_calls_sort,
+)
 
 F32 = "float32"
 N = SymVar("n")
@@ -113,7 +119,8 @@ def _all_calls() -> dict[str, Any]:
     for name in LOGICAL:
         calls[f"relax.{name}"] = lambda name=name: getattr(op, name)(MASK, MASK)
     calls["relax.logical_not"] = lambda: op.logical_not(MASK)
-    for family in (_print_calls_math, _print_calls_shape, _print_calls_index, _print_calls_nn):
+    families = (_print_calls_math, _print_calls_shape, _print_calls_index, _print_calls_nn)
+    for family in (*families, _print_calls_sort):
         calls.update(family.CALLS)
     return calls
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import cases_index, cases_math, cases_nn, cases_shape
+from . import cases_index, cases_math, cases_nn, cases_shape, cases_sort
 from .cases import OpCase
 from .test_ops import CASES, MatrixBuild, assert_matches, matrix_build
 
@@ -99,7 +99,7 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
         )
     },
 }
-for _family in (cases_math, cases_shape, cases_index, cases_nn):
+for _family in (cases_math, cases_shape, cases_index, cases_nn, cases_sort):
     EXCLUSIONS.update(_family.EXCLUSIONS)
 
 

@@ -31,6 +31,8 @@ from .registry import (
     list_ops,
     register_op,
 )
+from .sort import *  # noqa: F403
+from .sort import __all__ as _sort_all
 from .structural import *  # noqa: F403
 from .structural import __all__ as _structural_all
 
@@ -54,6 +56,7 @@ __all__ = [
     *_create_all,
     *_elementwise_all,
     *_index_all,
+    *_sort_all,
     *_linalg_all,
     *_manipulate_all,
     *_reduction_all,
