@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from . import security as security
     from . import target as target
     from . import testing as testing
+    from . import topi as topi
     from . import transform as transform
     from . import vm as vm
     from .ir import tir as tir
@@ -102,6 +103,7 @@ _LAZY_SUBMODULES: dict[str, str] = {
     "tir": "relaxvm.ir.tir",
     "transform": "relaxvm.transform",
     "vm": "relaxvm.vm",
+    "topi": "relaxvm.topi",
 }
 
 #: Names defined in a submodule and re-exported here on first access: name -> (module, name).

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-NAMES = ""
+NAMES = "sort argsort topk einsum"

@@ -12,6 +12,7 @@ from relaxvm.ir import (
     FloatImm,
     IntImm,
     PrimExpr,
+    Var,
     cast,
     floordiv,
     logical_and,
@@ -22,12 +23,13 @@ from relaxvm.ir import (
 )
 from relaxvm.ir import op as sop
 from relaxvm.ir.dtype import is_bool_dtype, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, PrimValue, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
 from ._kernel import (
+    LegalizationError,
     OpPattern,
     attr,
     call_te,
@@ -121,11 +123,14 @@ def _pattern(call: Call) -> OpPattern:
 
 
 def _same_type(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-    # A PrimValue operand (int64/float32 by default) takes the tensor operand's type.
+    # A literal operand takes the other operand's type. Two values of different types only
+    # reach here for a comparison (TVM allows mixed dtypes there): the TIR operators then
+    # promote them as TVM's BinaryOpMatchTypes does (int32 < float32 compares as float32).
     if a.dtype != b.dtype:
         if isinstance(a, (IntImm, FloatImm)):
             return cast_to(a, b.dtype), b
-        return a, cast_to(b, a.dtype)
+        if isinstance(b, (IntImm, FloatImm)):
+            return a, cast_to(b, a.dtype)
     return a, b
 
 
@@ -223,11 +228,47 @@ def _on_bools(
     return logical if is_bool_dtype(a.dtype) else bitwise
 
 
+def _scalar_operand(bb: BlockBuilder, call: Call, index: int) -> PrimExpr:
+    """The value of the ``R.Prim`` operand ``index`` as a TIR expression.
+
+    A literal or a scalar whose value is known symbolically is used as is; an integer scalar
+    known only at run time is bound to a fresh symbolic variable with ``match_cast`` (the
+    VM's shape heap then holds it), as a ``R.Prim(value=n)`` parameter would.
+    """
+    arg = call.args[index]
+    if isinstance(arg, PrimValue):
+        return arg.value
+    sinfo = arg.struct_info
+    assert isinstance(sinfo, PrimStructInfo)  # the caller checked every operand is a scalar
+    if sinfo.value is not None:
+        return sinfo.value
+    if sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT):
+        raise LegalizationError(
+            f"{op_name(call)}: operand {index} is a run-time {sinfo.dtype} scalar; scalar "
+            "arithmetic on R.Prim values is computed on the VM's int64 shape heap, so only "
+            "integer scalars (or literals) are supported: use 0-d tensors for other dtypes"
+        )
+    var = Var(f"_{op_name(call).split('.')[-1]}_operand{index}", sinfo.dtype)
+    bb.match_cast(arg, PrimStructInfo(value=var))
+    return var
+
+
+def _scalar_binary(bb: BlockBuilder, call: Call, fn: Callable[..., PrimExpr]) -> RelaxExpr:
+    """``R.Prim op R.Prim`` as a ``PrimValue`` of the TIR expression (computed by the VM)."""
+    result = call.struct_info
+    assert isinstance(result, PrimStructInfo)
+    a, b = (_scalar_operand(bb, call, index) for index in range(2))
+    return PrimValue(cast_to(fn(a, b), result.dtype))
+
+
 def _make_binary(name: str) -> None:
     fn = _binary(_ARITH[name])
 
     @legalizes(f"relax.{name}")
     def legalize(bb: BlockBuilder, call: Call) -> RelaxExpr:
+        if isinstance(call.struct_info, PrimStructInfo):
+            # Both operands are scalars (TVM infers R.Prim): no kernel, a scalar expression.
+            return _scalar_binary(bb, call, fn)
         return _elementwise(bb, call, name, fn, call.args, _pattern(call))
 
     legalize.__name__ = f"legalize_{name}"

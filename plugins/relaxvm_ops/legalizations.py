@@ -6,13 +6,18 @@ from . import (  # noqa: F401
     _kernel,
     create,
     elementwise,
+    image,
     indexing,
     linalg,
     manipulate,
     manipulate_extra,
     nn,
+    nn_attention,
+    nn_conv,
     nn_extra,
+    nn_loss,
     reduction,
+    sort,
     structural,
 )
 

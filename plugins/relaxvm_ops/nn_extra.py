@@ -34,6 +34,10 @@ from ._kernel import (
 )
 from .reduction import normalize_axes
 
+#: SELU's constants (Klambauer et al. 2017), as PyTorch and TVM spell them.
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
 __all__: list[str] = []
 
 
@@ -89,6 +93,44 @@ def legalize_gelu_tanh(bb: BlockBuilder, call: Call) -> RelaxExpr:
         return sop.const(0.5, x.dtype) * x * (sop.const(1.0, x.dtype) + T.tanh(inner))
 
     return _unary(bb, call, "gelu_tanh", fn)
+
+
+@legalizes("relax.nn.selu")
+def legalize_selu(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """``scale * (x if x > 0 else alpha * (exp(x) - 1))``; NaN takes the exp branch."""
+
+    def fn(x: PrimExpr) -> PrimExpr:
+        alpha = sop.const(SELU_ALPHA, x.dtype)
+        scale = sop.const(SELU_SCALE, x.dtype)
+        negative = alpha * (T.exp(x) - sop.const(1.0, x.dtype))
+        return scale * select(sop.greater(x, sop.const(0, x.dtype)), x, negative)
+
+    return _unary(bb, call, "selu", fn)
+
+
+@legalizes("relax.nn.pixel_shuffle")
+def legalize_pixel_shuffle(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """``out[..., c, h, w] = data[..., c*r*r + (h%r)*r + w%r, h//r, w//r]`` (an index map)."""
+    out_shape = shape_of(out_tensor_sinfo(call))
+    tensor_arg(call, 0, "data")
+    r = int(attr(call, "upscale_factor", 1))
+
+    def kernel(x: te.Tensor) -> te.Tensor:
+        def body(*i: Any) -> PrimExpr:
+            c, h, w = i[-3], i[-2], i[-1]
+            channel = sop.add(
+                sop.mul(c, r * r),
+                sop.add(sop.mul(sop.floormod(h, r), r), sop.floormod(w, r)),
+            )
+            at = (*i[:-3], channel, sop.floordiv(h, r), sop.floordiv(w, r))
+            return x[at]
+
+        return te.compute(out_shape, body, name="T_pixel_shuffle")
+
+    return call_te(
+        bb, kernel, call.args[0], primfunc_name_hint="pixel_shuffle",
+        op_pattern=OpPattern.INJECTIVE, op=op_name(call),
+    )  # fmt: skip
 
 
 @legalizes("relax.nn.prelu")

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.ir.tir import PrimFunc
+from relaxvm.ir.tir import PrimFunc, lower_blocks
 from relaxvm.runtime.module import Module
 from relaxvm.security import TRUST_ENV, object_code_trusted
 
@@ -176,15 +176,17 @@ def target_info(target: Any = None) -> jit.TargetInfo:
 
 
 def _prim_funcs(mod: Any) -> list[tuple[str, PrimFunc]]:
+    """The kernels of ``mod`` by symbol, TIR blocks lowered to loops (the code generator and
+    the schedules work on loop nests)."""
     if isinstance(mod, PrimFunc):
-        return [(mod.name, mod)]
+        return [(mod.name, lower_blocks(mod))]
     items = mod.items() if hasattr(mod, "items") else list(mod)
     funcs = []
     for key, func in items:
         if not isinstance(func, PrimFunc):
             continue  # Relax functions are the VM's business
         name = func.attrs.get("global_symbol") or getattr(key, "name_hint", key)
-        funcs.append((str(name), func))
+        funcs.append((str(name), lower_blocks(func)))
     return funcs
 
 

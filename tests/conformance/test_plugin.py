@@ -95,7 +95,7 @@ def test_one_line_runs_the_suite_on_every_registered_target(pytester: pytest.Pyt
     items = [line for line in result.outlines if "::test_ops::test_op[" in line]
     assert len(items) == 2 * len(all_cases()) * len(kinds) > 500  # every case, both modes
     assert {line.split("[")[1].split("-")[0] for line in items} == set(kinds)
-    result = pytester.runpytest("-q", "-k", SUBSET + " or own")
+    result = pytester.runpytest("-q", "-k", SUBSET + " or test_own_tests_still_run")
     result.assert_outcomes(passed=4 * len(kinds) + 1)
 
 

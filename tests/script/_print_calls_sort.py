@@ -1,8 +1,31 @@
-"""Printer test calls (op name -> builder) of the sorting, searching and einsum ops, for test_print_ops.py."""
+"""Printer test calls (op name -> builder) of the sorting, searching and einsum ops, for test_print_ops.py.
+
+The operands are constants: the test's namespace knows only its own variables by name, and a
+constant prints as ``R.const(...)``, which the namespace rebuilds.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-CALLS: dict[str, Callable[[], Any]] = {}
+import numpy as np
+
+from relaxvm.ir import relax as rx
+from relaxvm.ir.relax import op
+
+
+def _data() -> Any:
+    return rx.const(np.array([[0.5, -1.5, 3.0], [2.0, 0.25, -4.0]], "float32"))
+
+
+def _square() -> Any:
+    return rx.const(np.array([[1.0, 2.0], [3.0, 4.0]], "float32"))
+
+
+CALLS: dict[str, Callable[[], Any]] = {
+    "relax.sort": lambda: op.sort(_data(), axis=0, descending=True),
+    "relax.argsort": lambda: op.argsort(_data(), axis=-1, descending=False, dtype="int64"),
+    "relax.topk": lambda: op.topk(_data(), k=2, axis=1, ret_type="values", largest=False),
+    "relax.einsum": lambda: op.einsum([_data(), _square()], "ji,jk->ik"),
+}

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import CompileError, RegistryError
 from ..ir.relax import Function, GlobalVar, IRModule
 from ..ir.relax.well_formed import WellFormedError, well_formed
-from ..ir.tir import PrimFunc
+from ..ir.tir import PrimFunc, lower_blocks
 from ..target import Target
 from ..transform.pass_infra import Pass, PassContext
 from ..vm.executable.executable import EXEC_MODES, Executable
@@ -167,6 +167,7 @@ def _link_kernels(executable: Executable, kernels: Mapping[Any, PrimFunc], targe
     """Build the PrimFuncs with the target's kind and import the result."""
     named: dict[GlobalVar | str, PrimFunc] = {}
     for gvar, func in kernels.items():
+        func = lower_blocks(func)  # every target kind gets loop nests, never TIR blocks
         symbol = function_symbol(gvar, func)
         if func.attrs.get("global_symbol") != symbol:
             func = func.with_attr("global_symbol", symbol)

@@ -62,6 +62,7 @@ from .op import (
 )
 from .printer import expr_to_str
 from .relax.module import IRModule
+from .relax.vdevice import VDevice
 from .structural import (
     StructuralEqualError,
     assert_structural_equal,
@@ -107,6 +108,7 @@ __all__ = [
     "SizeVar",
     "StructuralEqualError",
     "Sub",
+    "VDevice",
     "Var",
     "arith",
     "assert_structural_equal",

@@ -48,6 +48,7 @@ from .relax.expr import (
 )
 from .relax.module import IRModule
 from .structural import DEF, DEF_FIRST, ISOLATED, USE
+from .tir.block import Block, BlockRealize, BufferRegion, IterVar
 from .tir.buffer import Buffer, BufferLoad
 from .tir.function import PrimFunc
 from .tir.intrin import Call as TirCall
@@ -168,6 +169,38 @@ def _evaluate(node: Evaluate) -> Reflection:
 
 def _seq_stmt(node: SeqStmt) -> Reflection:
     return False, _NONE, ((".seq", node.seq, USE),)
+
+
+def _iter_var(node: IterVar) -> Reflection:
+    return False, (node.iter_type,), ((".dom", node.dom, USE), (".var", node.var, DEF))
+
+
+def _buffer_region(node: BufferRegion) -> Reflection:
+    return False, _NONE, ((".buffer", node.buffer, USE), (".region", node.region, USE))
+
+
+def _tir_block(node: Block) -> Reflection:
+    # Iteration variables and scratch buffers are defined before the regions and code that
+    # use them.
+    children = (
+        (".iter_vars", node.iter_vars, USE),
+        (".alloc_buffers", node.alloc_buffers, DEF),
+        (".reads", node.reads, USE),
+        (".writes", node.writes, USE),
+        (".annotations", node.annotations, USE),
+        (".init", node.init, USE),
+        (".body", node.body, USE),
+    )
+    return False, (node.name_hint,), children
+
+
+def _block_realize(node: BlockRealize) -> Reflection:
+    children = (
+        (".iter_values", node.iter_values, USE),
+        (".predicate", node.predicate, USE),
+        (".block", node.block, USE),
+    )
+    return False, _NONE, children
 
 
 def _prim_func(node: PrimFunc) -> Reflection:
@@ -326,6 +359,10 @@ REFLECTORS: dict[type, tuple[Callable[[Any], Reflection], tuple[str, ...]]] = {
     Allocate: (_allocate, ()),
     Evaluate: (_evaluate, ()),
     SeqStmt: (_seq_stmt, ()),
+    IterVar: (_iter_var, ("iter_type",)),
+    BufferRegion: (_buffer_region, ()),
+    Block: (_tir_block, ("name_hint",)),
+    BlockRealize: (_block_realize, ()),
     PrimFunc: (_prim_func, ()),
     Var: (_relax_var, ()),
     GlobalVar: (_global_var, ("name_hint",)),

@@ -99,6 +99,11 @@ class Device:
         self._hash = hash((device_type, device_id))
 
     @property
+    def index(self) -> int:
+        """The device number: TVM's spelling of :attr:`device_id` (``dev.index``)."""
+        return self.device_id
+
+    @property
     def kind(self) -> str:
         """The kind name (``"cpu"``), from the installed device API or DLPack's table."""
         api = _api_by_type(self.device_type)

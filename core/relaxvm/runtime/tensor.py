@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import DeviceError, VMValueError
+from ..errors import DeviceError, VMTypeError, VMValueError
 from .device import Device
 from .dtype import DataType, DataTypeCode
 from .shape import Shape
@@ -121,6 +121,50 @@ class Tensor:
             )
         self.storage.api.copy_from_host(self.storage.buffer, self.byte_offset, array)
         return self
+
+    def __setitem__(self, key: Any, value: Tensor | np.ndarray | np.generic) -> None:
+        """``tensor[:] = value``: copy ``value`` in, as TVM's ``NDArray.__setitem__``.
+
+        Only the whole-tensor slice ``[:]`` is supported. A numpy array is converted to the
+        tensor's dtype (as :meth:`copyfrom` and TVM do) and must have its shape; a Tensor must
+        have the same shape and dtype.
+
+        Raises
+        ------
+        VMValueError
+            ``key`` is not ``[:]``, or the shapes differ.
+        VMTypeError
+            ``value`` is neither a Tensor nor a numpy array/scalar, or a Tensor of another
+            dtype.
+        """
+        if not (
+            isinstance(key, slice) and key.start is None and key.stop is None and key.step is None
+        ):
+            raise VMValueError(
+                f"Tensor.__setitem__: only tensor[:] = value (a whole copy) is supported, got "
+                f"index {key!r}"
+            )
+        if isinstance(value, Tensor):
+            if value is self:
+                return
+            if value.dtype != self.dtype:
+                raise VMTypeError(
+                    f"Tensor.__setitem__: dtype {value.dtype} does not match the tensor's "
+                    f"{self.dtype}"
+                )
+            if tuple(value.shape) != tuple(self.shape):
+                raise VMValueError(
+                    f"Tensor.__setitem__: shape {tuple(value.shape)} does not match the "
+                    f"tensor's {tuple(self.shape)}"
+                )
+            self.copyfrom(value)
+            return
+        if not isinstance(value, (np.ndarray, np.generic)):
+            raise VMTypeError(
+                "Tensor.__setitem__: the value must be a Tensor or a numpy array, got "
+                f"{type(value).__name__}"
+            )
+        self.copyfrom(value)
 
     def copyto(self, target: Device | Tensor) -> Tensor:
         """Copy into ``target`` (a tensor of the same shape, or a new tensor on a device)."""

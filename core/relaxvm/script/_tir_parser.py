@@ -3,7 +3,8 @@
 Statements map to TIR nodes: ``for`` loops over ``range``/``T.grid``/``T.serial``... to
 ``For``, ``A[i, j] = v`` to ``BufferStore``, ``x = v`` to a ``LetStmt`` over the statements that
 follow, ``B = T.alloc_buffer(...)`` to an ``Allocate`` over the statements that follow, ``if`` to
-``IfThenElse`` and ``T.evaluate(v)`` to ``Evaluate``.
+``IfThenElse``, ``T.evaluate(v)`` to ``Evaluate`` and ``with T.block(...):`` to a
+``BlockRealize`` (:mod:`relaxvm.script.tir_block_parser`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from ..ir.tir import (
     LetStmt,
     PrimFunc,
     Stmt,
+    lower_blocks,
     seq,
     undefined_vars,
 )
 from . import tir as T
 from ._eval import _BINOPS, Evaluator, _cause
 from ._source import ScriptError, Source
+from .tir_block_parser import BLOCK_ONLY, BlockParserMixin
+from .tir_blocks import BlockSpec, InitSpec
 
 __all__ = ["TIRParser", "declared_sym_vars"]
 
@@ -91,7 +95,7 @@ def is_call_of(evaluator: Evaluator, stmt: ast.stmt, target: Any) -> bool:
         return False
 
 
-class TIRParser(Evaluator):
+class TIRParser(BlockParserMixin, Evaluator):
     """Parses one ``@T.prim_func`` definition."""
 
     language = "prim_func"
@@ -100,6 +104,8 @@ class TIRParser(Evaluator):
         super().__init__(source, env)
         self.buffer_map: dict[SymVar, Buffer] = {}
         self.handles: set[SymVar] = set()
+        #: Each enclosing loop variable's (start, extent), for T.axis.remap.
+        self.loop_doms: dict[SymVar, tuple[Any, Any]] = {}
         self._analyzer = Analyzer()
 
     # ---- the function -----------------------------------------------------------------------
@@ -129,12 +135,23 @@ class TIRParser(Evaluator):
             elif not is_declaration(self, stmt) and not _is_docstring(stmt):
                 statements.append(stmt)
         body = self.parse_body(statements)
+        for param in params:
+            if param in self.handles and param not in self.buffer_map:
+                # An opaque pointer parameter has no meaning to the interpreter or codegen.
+                raise self.error(
+                    node,
+                    f"prim_func '{node.name}': T.handle parameter '{param.name}' is never "
+                    f"matched; bind it with `X = T.match_buffer({param.name}, shape, dtype)` "
+                    f"in the function body, or annotate it `{param.name}: T.Buffer(shape, "
+                    "dtype)`",
+                )
         try:
             func = PrimFunc(params, body, self.buffer_map, attrs)
         except Exception as err:
             raise self.error(node, f"invalid prim_func '{node.name}': {err}") from None
         if check_well_formed:
-            missing = undefined_vars(func)
+            # Lowered first: block iteration variables and scratch buffers are definitions.
+            missing = undefined_vars(lower_blocks(func))
             if missing:
                 names = ", ".join(sorted(str(var.name) for var in missing))
                 raise self.error(
@@ -276,6 +293,11 @@ class TIRParser(Evaluator):
                 return None
             if is_call_of(self, stmt, T.func_attr):
                 raise self.error(stmt, "T.func_attr must be a statement of the function body")
+            for block_only in BLOCK_ONLY:
+                if is_call_of(self, stmt, block_only):
+                    raise self.error(
+                        stmt, f"T.{block_only.__name__} may only appear directly inside a T.block"
+                    )
             value = self.eval(stmt.value)
             if isinstance(value, T._Evaluate):
                 return Evaluate(value.value)
@@ -298,6 +320,10 @@ class TIRParser(Evaluator):
         item = stmt.items[0] if len(stmt.items) == 1 else None
         target = item.optional_vars if item is not None else None
         value = self.eval(item.context_expr) if item is not None else None
+        if isinstance(value, BlockSpec):
+            return self.parse_block(stmt, value)
+        if isinstance(value, InitSpec):
+            raise self.error(stmt, "`with T.init():` may only appear directly inside a T.block")
         if not isinstance(target, ast.Name) or not isinstance(value, (T.LetSpec, T.BufferSpec)):
             raise self.error(
                 stmt,
@@ -369,6 +395,7 @@ class TIRParser(Evaluator):
                 extent = self._extent(start, stop)
                 var = SymVar(name_node.id, str(convert(extent).dtype))  # type: ignore[attr-defined]
                 self.define(name_node.id, var)  # type: ignore[attr-defined]
+                self.loop_doms[var] = (start, extent)
                 loops.append((var, start, extent))
             body = seq(self._stmts(stmt.body, 0))
         for var, start, extent in reversed(loops):

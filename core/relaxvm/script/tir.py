@@ -4,7 +4,9 @@ Types and casts (``T.int64``, ``T.float32(x)``), buffers (``T.Buffer``, ``T.matc
 ``T.alloc_buffer``), loops (``T.grid``, ``T.serial``, ``T.parallel``, ``T.vectorized``,
 ``T.unroll``, ``T.thread_binding``), expressions (``T.Cast``, ``T.Select``,
 ``T.if_then_else``, ``T.max``/``T.min``, every math intrinsic of
-:mod:`relaxvm.ir.tir.intrin`), ``T.evaluate``, ``T.func_attr`` and ``@T.prim_func``.
+:mod:`relaxvm.ir.tir.intrin`), ``T.evaluate``, ``T.func_attr``, ``@T.prim_func`` and the
+block constructs of :mod:`relaxvm.script.tir_blocks` (``T.block``, ``T.axis``, ``T.reads``,
+``T.writes``, ``T.where``, ``T.init``, ``T.block_attr``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..ir.tir import intrin as _intrin
 from ..ir.tir.stmt import ForKind
 from ..runtime.dtype import DataType
 from ._eval import symbolic_dim
+from .tir_blocks import axis, block, block_attr, init, reads, where, writes  # noqa: F401
 
 # This module defines `T.bool`, `T.int32`, `T.max`, `T.min`, `T.abs` (TVM's spelling), which
 # shadow the builtins here: code below spells the builtins as `builtins.X`.
@@ -75,10 +78,10 @@ class BufferSpec(NamedTuple):
     handle: Any = None
 
 
-def _shape(shape: Any, where: str) -> tuple[Any, ...]:
+def _shape(shape: Any, context: str) -> tuple[Any, ...]:
     if isinstance(shape, (builtins.int, builtins.str, PrimExpr)):
         shape = (shape,)
-    return tuple(symbolic_dim(value, where) for value in shape)
+    return tuple(symbolic_dim(value, context) for value in shape)
 
 
 def Buffer(

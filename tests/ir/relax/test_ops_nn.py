@@ -1,6 +1,6 @@
-"""relax.nn leakyrelu, softplus, gelu_tanh, prelu, dropout, pad, group_norm, instance_norm
-and relax.std, cumprod, median: builders, StructInfo inference (dtypes, symbolic shapes,
-unknown ranks, errors), the script and printed forms."""
+"""relax.nn leakyrelu, softplus, gelu_tanh, selu, prelu, dropout, pad, pixel_shuffle, group_norm,
+instance_norm and relax.std, cumprod, median: builders, StructInfo inference (dtypes, symbolic
+shapes, unknown ranks, errors), the script and printed forms."""
 
 from __future__ import annotations
 
@@ -344,3 +344,29 @@ def test_printed_call_rebuilds_the_call(call: Any) -> None:
     namespace.update(x=x, vec=vec)
     rebuilt = eval(text, namespace)  # the text comes from our own printer
     rx.assert_structural_equal(rebuilt, built)
+
+
+# ---- selu and pixel_shuffle ---------------------------------------------------------------------
+def test_selu_keeps_shape_and_rejects_integers() -> None:
+    sinfo = infer(op.nn.selu(tvar((N, 3), "float16")))
+    assert same(shape_of(sinfo), [N, 3]) and str(sinfo.dtype) == "float16"
+    with pytest.raises(OpError, match=r"relax\.nn\.selu: data must have a float dtype, got int32"):
+        infer(op.nn.selu(tvar((2,), "int32")))
+
+
+def test_pixel_shuffle_shapes_and_errors() -> None:
+    call = op.nn.pixel_shuffle(tvar((N, 2, 18, 4, 5), "int8"), 3)
+    assert call.attrs["upscale_factor"] == 3
+    sinfo = infer(call)
+    assert same(shape_of(sinfo), [N, 2, 2, 12, 15]) and str(sinfo.dtype) == "int8"
+    c = SymVar("c")
+    assert same(shape_of(infer(op.nn.pixel_shuffle(tvar((c, 4, 4)), 2))), [c // 4, 8, 8])
+    unknown = infer(op.nn.pixel_shuffle(tvar(None, "float32", ndim=4), 2))
+    assert isinstance(unknown, TensorStructInfo) and unknown.ndim == 4
+    with pytest.raises(OpError, match=r"relax\.nn\.pixel_shuffle: the 6 channels of data with "
+                       r"shape \(1, 6, 2, 2\) are not a multiple of upscale_factor \*\* 2 = 4"):  # fmt: skip
+        infer(op.nn.pixel_shuffle(tvar((1, 6, 2, 2)), 2))
+    with pytest.raises(OpError, match=r"relax\.nn\.pixel_shuffle: data must have rank >= 3"):
+        infer(op.nn.pixel_shuffle(tvar((4, 2)), 2))
+    with pytest.raises(OpError, match=r"relax\.nn\.pixel_shuffle: upscale_factor must be >= 1"):
+        op.nn.pixel_shuffle(tvar((1, 4, 2, 2)), 0)

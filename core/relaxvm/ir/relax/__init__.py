@@ -58,8 +58,10 @@ from .well_formed import WellFormedError, is_well_formed, well_formed
 # isort: split
 # Last: the op builders and their inference import the nodes above. Ops are core IR (like
 # TVM's relax.op), so registering them on import is not a plugin side effect.
+from . import analysis as analysis
 from . import op
 from .block_builder import BlockBuilder, BlockBuilderError
+from .vdevice import VDevice
 
 #: TVM's name for the base class of Relax expressions.
 Expr = RelaxExpr
@@ -101,9 +103,11 @@ __all__ = [
     "Tuple",
     "TupleGetItem",
     "TupleStructInfo",
+    "VDevice",
     "Var",
     "VarBinding",
     "WellFormedError",
+    "analysis",
     "assert_structural_equal",
     "const",
     "is_base_of",

@@ -28,6 +28,7 @@ from ..arith import Analyzer
 from ._base import RelaxExpr, update_struct_info
 from ._call_sinfo import declared, derive_return, has_inference, join
 from .block import BindingBlock, DataflowBlock, Function, MatchCast, SeqExpr, VarBinding
+from .block_builder_tvm import TVMBuilderMethods
 from .expr import (
     Call,
     Constant,
@@ -83,8 +84,11 @@ class _FunctionFrame:
         self.finished = False
 
 
-class BlockBuilder:
+class BlockBuilder(TVMBuilderMethods):
     """Build Relax functions into an :class:`IRModule`, normalizing to A-normal form.
+
+    TVM's other spellings (``call_te``, ``emit_normalized``, ``begin_scope``/``end_scope``,
+    ``finalize``) come from :class:`~.block_builder_tvm.TVMBuilderMethods`.
 
     Parameters
     ----------
@@ -104,6 +108,7 @@ class BlockBuilder:
         self._in_dataflow = False
         self._name_counts: dict[str, int] = {}
         self._analyzer = Analyzer()
+        self._scopes: list[list[Var]] = []  # begin_scope/end_scope (TVM's variable scopes)
 
     # ---- scopes ---------------------------------------------------------------------------
     @contextmanager
@@ -401,8 +406,8 @@ class BlockBuilder:
         )
 
     def _normalize_if(self, node: If) -> If:
-        if self._in_dataflow:
-            raise BlockBuilderError("BlockBuilder: an If may not be emitted in a dataflow block")
+        # Inside a dataflow block the If is normalized and bound as TVM's builder does; such a
+        # module is then not well formed (TVM's rule), which well_formed reports.
         cond = self._normalize_arg(node.cond)
         branches = [self._normalize_branch(b) for b in (node.true_branch, node.false_branch)]
         sinfo = node.struct_info or join(branches[0].struct_info, branches[1].struct_info)
@@ -411,14 +416,15 @@ class BlockBuilder:
     def _normalize_branch(self, branch: RelaxExpr) -> SeqExpr:
         if isinstance(branch, SeqExpr):
             return branch
-        # A branch is its own scope: its bindings go in a block of their own.
-        saved = self._bindings
-        self._bindings = []
+        # A branch is its own scope: its bindings go in a (non-dataflow) block of their own,
+        # as TVM's normalizer opens a binding block for each branch.
+        saved, saved_dataflow = self._bindings, self._in_dataflow
+        self._bindings, self._in_dataflow = [], False
         try:
             result = self._normalize_arg(branch)
             blocks = [BindingBlock(self._bindings)] if self._bindings else []
         finally:
-            self._bindings = saved
+            self._bindings, self._in_dataflow = saved, saved_dataflow
         return SeqExpr(blocks, result)
 
     # ---- helpers --------------------------------------------------------------------------

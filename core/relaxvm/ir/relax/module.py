@@ -56,6 +56,49 @@ class IRModule:
         for key, func in (functions or {}).items():
             self[key] = func
 
+    @staticmethod
+    def from_expr(expr: Any, functions: Mapping[GlobalVar | str, Any] | None = None) -> IRModule:
+        """A module holding ``expr``, as TVM's ``IRModule.from_expr``.
+
+        Parameters
+        ----------
+        expr : relax Function, tir PrimFunc or relax expression
+            A function is added under its ``global_symbol`` (or ``"main"``); any other
+            expression becomes the body of a ``"main"`` function whose parameters are the
+            expression's free variables (in first-use order).
+        functions : mapping, optional
+            Other functions to add first (GlobalVar or name -> function).
+
+        Returns
+        -------
+        IRModule
+            The new module.
+
+        Raises
+        ------
+        VMTypeError
+            ``expr`` is not a Relax expression or function.
+        """
+        from ..tir.function import PrimFunc
+        from ._base import RelaxExpr
+
+        mod = IRModule(functions)
+        if isinstance(expr, (Function, PrimFunc)):
+            name = expr.attrs.get("global_symbol") or "main"
+            mod[str(name)] = expr
+            return mod
+        if not isinstance(expr, RelaxExpr):
+            raise VMTypeError(
+                f"IRModule.from_expr: expected a relax expression or function, got "
+                f"{type(expr).__name__}"
+            )
+        from .block_builder import BlockBuilder
+
+        builder = BlockBuilder(mod)
+        with builder.function("main", _free_vars(expr)):
+            builder.emit_func_output(expr)
+        return builder.get()
+
     # ---- looking up ----------------------------------------------------------------------
     @property
     def functions(self) -> Mapping[GlobalVar, Any]:
@@ -311,3 +354,23 @@ def _check_function(func: Any, key: Any) -> None:
             f"IRModule: the value for '{name}' must be a relax Function (or a function object "
             f"with a struct_info, such as a PrimFunc), got {type(func).__name__}"
         )
+
+
+def _free_vars(expr: Any) -> list[Any]:
+    """Relax variables used in ``expr`` but not defined in it, in first-use order."""
+    from .expr_functor import ExprVisitor
+
+    class _Collector(ExprVisitor):
+        def __init__(self) -> None:
+            self.defined: set[Any] = set()
+            self.used: dict[Any, None] = {}
+
+        def visit_var_def(self, var: Any) -> None:
+            self.defined.add(var)
+
+        def visit_var_(self, var: Any) -> None:
+            self.used.setdefault(var)
+
+    collector = _Collector()
+    collector.visit_expr(expr)
+    return [var for var in collector.used if var not in collector.defined]

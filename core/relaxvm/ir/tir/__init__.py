@@ -31,6 +31,7 @@ from ..op import min_expr as min
 from ..structural import assert_structural_equal, structural_equal, structural_hash
 from . import te
 from .analysis import undefined_vars
+from .block import Block, BlockRealize, BufferRegion, IterVar, IterVarType
 from .buffer import Buffer, BufferLoad, decl_buffer
 from .function import PrimFunc
 from .interpreter import run_prim_func
@@ -71,6 +72,7 @@ from .intrin import (
     tanh,
     trunc,
 )
+from .lower_blocks import lower_blocks
 from .schedule import Schedule
 from .stmt import (
     Allocate,
@@ -90,8 +92,11 @@ __all__ = [
     "INTRINSICS",
     "Add",
     "Allocate",
+    "Block",
+    "BlockRealize",
     "Buffer",
     "BufferLoad",
+    "BufferRegion",
     "BufferStore",
     "Call",
     "Cast",
@@ -103,6 +108,8 @@ __all__ = [
     "ForKind",
     "IfThenElse",
     "IntImm",
+    "IterVar",
+    "IterVarType",
     "LetStmt",
     "Max",
     "Min",
@@ -144,6 +151,7 @@ __all__ = [
     "if_then_else",
     "log",
     "log2",
+    "lower_blocks",
     "max",
     "min",
     "post_order_visit",

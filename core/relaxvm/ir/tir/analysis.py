@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..expr import PrimExpr, Var
 from ..expr_functor import free_vars
+from .block import Block
 from .buffer import Buffer
 from .function import PrimFunc
 from .stmt import Allocate, BufferStore, For, LetStmt, Stmt
@@ -46,6 +47,14 @@ class _UseDef(StmtVisitor):
     def visit_allocate_(self, stmt: Allocate) -> None:
         self.define_buffer(stmt.buffer)
         self.visit_stmt(stmt.body)
+
+    def visit_block_(self, stmt: Block) -> None:
+        # A block defines its iteration variables and the buffers it allocates.
+        for item in stmt.iter_vars:
+            self.defined.add(item.var)
+        for buffer in stmt.alloc_buffers:
+            self.define_buffer(buffer)
+        super().visit_block_(stmt)
 
 
 def undefined_vars(node: PrimFunc | Stmt) -> list[Var]:

@@ -55,6 +55,7 @@ from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
 from .intrin import BitwiseCall, Call, CheckIndex, checked_index, float_max, float_min
 from .intrin import IfThenElse as IfThenElseCall
+from .lower_blocks import lower_blocks
 from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
 __all__ = ["run_prim_func"]
@@ -91,6 +92,7 @@ def run_prim_func(func: PrimFunc, *args: Any) -> None:
             f"run_prim_func({name}): expected {len(func.params)} arguments "
             f"({', '.join(p.name for p in func.params)}), got {len(args)}"
         )
+    func = lower_blocks(func)  # block form (T.block) runs as the loops it stands for
     env = _bind_arguments(func, args)
     body = _Compiler(name).stmt(func.body)
     with np.errstate(all="ignore"):  # inf/NaN arithmetic is data, not an error, as on hardware

@@ -37,8 +37,11 @@ from ..expr import IntImm, PrimExpr, Var
 from ..expr_functor import free_vars
 from ..printer import INDENT, Namer, expr_to_str, literal, quote
 from .analysis import undefined_vars
+from .block import Block, BlockRealize
 from .buffer import Buffer
 from .function import PrimFunc
+from .lower_blocks import lower_blocks
+from .script_block import print_block
 from .stmt import (
     Allocate,
     BufferStore,
@@ -70,6 +73,8 @@ class TirPrinter:
     def __init__(self, namer: Namer | None = None) -> None:
         self.namer = namer or Namer()
         self.lines: list[str] = []
+        #: The loops printed so far by variable (``T.axis.remap`` needs their domains).
+        self.loops: dict[Var, For] = {}
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, expr: PrimExpr) -> str:
@@ -153,6 +158,8 @@ class TirPrinter:
                 self.namer.pop()
         elif isinstance(stmt, Evaluate):
             self.lines.append(f"{pad}T.evaluate({self.expr(stmt.value)})")
+        elif isinstance(stmt, (Block, BlockRealize)):
+            print_block(self, stmt, depth)
         else:
             raise VMTypeError(f"script: cannot print a {type(stmt).__name__}")
 
@@ -173,6 +180,7 @@ class TirPrinter:
             extents = ", ".join(self.expr(item.extent) for item in grid)
             names = ", ".join(self.namer.define(item.loop_var, item.loop_var.name) for item in grid)
             self.lines.append(f"{pad}for {names} in T.grid({extents}):")
+            self.loops.update((item.loop_var, item) for item in grid)
             self.stmt(grid[-1].body, depth + 1, True)
             self.namer.pop()
             return
@@ -195,6 +203,7 @@ class TirPrinter:
             call = _KIND_CALL[loop.kind]
         var = self.namer.define(loop.loop_var, loop.loop_var.name)
         self.lines.append(f"{pad}for {var} in {call}({', '.join(args)}):")
+        self.loops[loop.loop_var] = loop
         self.stmt(loop.body, depth + 1, True)
         self.namer.pop()
 
@@ -229,7 +238,7 @@ class TirPrinter:
                 f"{pad}{INDENT}{buffer_name} = T.match_buffer({handle}, {self.buffer_args(buffer)})"
             )
         # Variables the function uses without defining them: declared, as TVM does.
-        for var in undefined_vars(func):
+        for var in undefined_vars(lower_blocks(func)):  # block iteration vars are defined
             self.declare_var(var, depth + 1)
         self.stmt(func.body, depth + 1, True)
 

@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import VMTypeError
-from ..expr import PrimExpr, Var
+from ..expr import PrimExpr, Range, Var
 from ..expr_functor import substitute as substitute_expr
 from ..structural import structural_equal, structural_hash
+from .block import Block, BlockRealize, BufferRegion, IterVar
 from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
 __all__ = [
@@ -68,6 +69,28 @@ class StmtVisitor:
         for item in stmt.seq:
             self.visit_stmt(item)
 
+    def visit_block_realize_(self, stmt: BlockRealize) -> None:
+        for value in stmt.iter_values:
+            self.visit_expr(value)
+        self.visit_expr(stmt.predicate)
+        self.visit_stmt(stmt.block)
+
+    def visit_block_(self, stmt: Block) -> None:
+        # Region bounds are expressions too (they mention the iteration variables).
+        for item in stmt.iter_vars:
+            self.visit_expr(item.dom.min)
+            self.visit_expr(item.dom.extent)
+        for region in (*stmt.reads, *stmt.writes):
+            for rng in region.region:
+                self.visit_expr(rng.min)
+                self.visit_expr(rng.extent)
+        for buffer in stmt.alloc_buffers:
+            for extent in buffer.shape:
+                self.visit_expr(extent)
+        if stmt.init is not None:
+            self.visit_stmt(stmt.init)
+        self.visit_stmt(stmt.body)
+
 
 _METHOD_NAMES = {
     For: "visit_for_",
@@ -77,6 +100,8 @@ _METHOD_NAMES = {
     Allocate: "visit_allocate_",
     Evaluate: "visit_evaluate_",
     SeqStmt: "visit_seq_stmt_",
+    BlockRealize: "visit_block_realize_",
+    Block: "visit_block_",
 }
 
 
@@ -149,6 +174,49 @@ class StmtMutator:
         if all(a is b for a, b in zip(new, stmt.seq, strict=True)):
             return stmt
         return SeqStmt(new)
+
+    def visit_block_realize_(self, stmt: BlockRealize) -> Stmt:
+        return self._rebuild(
+            stmt,
+            iter_values=self._exprs(stmt.iter_values),
+            predicate=self.visit_expr(stmt.predicate),
+            block=self.visit_stmt(stmt.block),
+        )
+
+    def _region(self, region: BufferRegion) -> BufferRegion:
+        ranges = tuple(self._range(rng) for rng in region.region)
+        if all(a is b for a, b in zip(ranges, region.region, strict=True)):
+            return region
+        return BufferRegion(region.buffer, ranges)
+
+    def _range(self, rng: Range) -> Range:
+        low, extent = self.visit_expr(rng.min), self.visit_expr(rng.extent)
+        if low is rng.min and extent is rng.extent:
+            return rng
+        return Range.from_min_extent(low, extent)
+
+    def _regions(self, regions: tuple[BufferRegion, ...]) -> tuple[BufferRegion, ...]:
+        new = tuple(self._region(region) for region in regions)
+        return regions if all(a is b for a, b in zip(new, regions, strict=True)) else new
+
+    def visit_block_(self, stmt: Block) -> Stmt:
+        # Iteration variables are definitions: their domains are rewritten, the variables kept.
+        iter_vars = tuple(
+            item
+            if (dom := self._range(item.dom)) is item.dom
+            else IterVar(dom, item.var, item.iter_type)
+            for item in stmt.iter_vars
+        )
+        if all(a is b for a, b in zip(iter_vars, stmt.iter_vars, strict=True)):
+            iter_vars = stmt.iter_vars
+        return self._rebuild(
+            stmt,
+            iter_vars=iter_vars,
+            reads=self._regions(stmt.reads),
+            writes=self._regions(stmt.writes),
+            body=self.visit_stmt(stmt.body),
+            init=None if stmt.init is None else self.visit_stmt(stmt.init),
+        )
 
 
 def post_order_visit(stmt: Stmt, visit: Callable[[Stmt], Any]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import cases_image, cases_nn_attention, cases_nn_conv, cases_nn_loss
 from .cases import (
     F32_NORM,
     F32_TRANSCENDENTAL,
@@ -33,6 +34,9 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
         key: {"int-extremes": "int32 accumulation wraps; the reference's does not"}
         for key in ("std[axis1]-int32", "std[all-keepdims]-int32")
     },
+    **cases_nn_conv.EXCLUSIONS,
+    **cases_nn_loss.EXCLUSIONS,
+    **cases_image.EXCLUSIONS,
 }
 
 
@@ -117,6 +121,22 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return (0.5 * v * (1 + np.tanh(inner))).astype(x.dtype)
 
 
+def _selu(x: np.ndarray) -> np.ndarray:
+    v = x.astype("float64")
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (scale * np.where(v > 0, v, alpha * (np.exp(v) - 1))).astype(x.dtype)
+
+
+def _pixel_shuffle(r: int) -> Callable[[np.ndarray], np.ndarray]:
+    def ref(x: np.ndarray) -> np.ndarray:
+        n, c, h, w = x.shape
+        out = x.reshape(n, c // (r * r), r, r, h, w).transpose(0, 1, 4, 2, 5, 3)
+        return out.reshape(n, c // (r * r), h * r, w * r)
+
+    return ref
+
+
 def _prelu_params(d: Dim, dt: str) -> list[Param]:
     return [("x", (d, 3, 2), dt), ("alpha", (3,), dt)]
 
@@ -184,6 +204,12 @@ def templates() -> list[OpTemplate]:
                    F32_TRANSCENDENTAL),
         OpTemplate("relax.nn.gelu_tanh", "", "nn_act", FLOAT, row_param,
                    lambda d, x: op.nn.gelu_tanh(x), row, _gelu_tanh, F32_TRANSCENDENTAL),
+        OpTemplate("relax.nn.selu", "", "nn_act", FLOAT, row_param,
+                   lambda d, x: op.nn.selu(x), row, _selu, F32_TRANSCENDENTAL),
+        OpTemplate("relax.nn.pixel_shuffle", "", "nn_act", FLOAT_INT,
+                   lambda d, dt: [("x", (d, 8, 2, 3), dt)],
+                   lambda d, x: op.nn.pixel_shuffle(x, 2), one_input(lambda n: (n, 8, 2, 3)),
+                   _pixel_shuffle(2)),
         OpTemplate("relax.nn.prelu", "", "nn_act", FLOAT, _prelu_params,
                    lambda d, x, a: op.nn.prelu(x, a, axis=1), _prelu_inputs, _prelu),
         OpTemplate("relax.nn.dropout", "", "nn_act", FLOAT_INT, row_param,
@@ -231,4 +257,11 @@ def templates() -> list[OpTemplate]:
                 _pad(mode, widths, value),
             )
         )
-    return out
+    # The 1-d convolution/pooling and transposed convolutions have their own module (size).
+    return (
+        out
+        + cases_nn_conv.templates()
+        + cases_nn_attention.templates()
+        + cases_nn_loss.templates()
+        + cases_image.templates()
+    )

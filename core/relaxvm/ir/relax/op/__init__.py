@@ -8,7 +8,7 @@ See ``docs/ops.md`` for the list of ops and how to add one.
 
 from __future__ import annotations
 
-from . import memory, nn
+from . import image, memory, nn
 from .create import *  # noqa: F403
 from .create import __all__ as _create_all
 from .elementwise import *  # noqa: F403
@@ -49,6 +49,7 @@ __all__ = [
     "builtin",
     "call_builtin_with_ctx",
     "list_ops",
+    "image",
     "memory",
     "nn",
     "vm",

@@ -10,7 +10,13 @@ from .._base import RelaxExpr
 from ..expr import Call
 from ..struct_info import PrimStructInfo, StructInfo
 from ._common import as_prim_value, dims_text, dtype_attr, make_call, same_shape, unify_dtypes
-from ._elementwise_common import binary_operands, broadcast_result, is_float, require_bool
+from ._elementwise_common import (
+    binary_dtype,
+    binary_operands,
+    broadcast_result,
+    is_float,
+    require_bool,
+)
 from .registry import InferContext, register_op
 
 _BOOL = DataType("bool")
@@ -33,13 +39,14 @@ NUMERIC_UNARY = ("abs", "negative", "round", "floor", "ceil")
 
 def _infer_arith(call: Call, ctx: InferContext) -> StructInfo:
     infos = binary_operands(call, ctx)
-    dtype = unify_dtypes(ctx, infos)
+    dtype = binary_dtype(ctx, infos)
     return broadcast_result(ctx, infos, dtype)
 
 
 def _infer_compare(call: Call, ctx: InferContext) -> StructInfo:
+    # As TVM's InferStructInfoBroadcastCMP: the result is bool whatever the operand dtypes
+    # (mixed dtypes compare after the usual TIR promotion); only arithmetic needs equal dtypes.
     infos = binary_operands(call, ctx)
-    unify_dtypes(ctx, infos)
     return broadcast_result(ctx, infos, _BOOL)
 
 

@@ -458,13 +458,28 @@ def adaptive_avg_pool2d(
 # The parameterised activations, dropout, pad and the channel norms live in their own modules
 # (size); their
 # builders are part of this namespace, as in TVM's relax.op.nn.
+from .nn_attention import *  # noqa: E402, F403
+from .nn_attention import __all__ as _attention_all  # noqa: E402
+from .nn_conv import *  # noqa: E402, F403
+from .nn_conv import __all__ as _conv_all  # noqa: E402
+from .nn_conv3d import *  # noqa: E402, F403
+from .nn_conv3d import __all__ as _conv3d_all  # noqa: E402
+from .nn_conv_transpose import *  # noqa: E402, F403
+from .nn_conv_transpose import __all__ as _conv_transpose_all  # noqa: E402
 from .nn_extra import *  # noqa: E402, F403
 from .nn_extra import __all__ as _extra_all  # noqa: E402
+from .nn_loss import *  # noqa: E402, F403
+from .nn_loss import __all__ as _loss_all  # noqa: E402
 from .nn_norm import *  # noqa: E402, F403
 from .nn_norm import __all__ as _norm_all  # noqa: E402
 
 __all__ = [
+    *_attention_all,
+    *_conv_all,
+    *_conv_transpose_all,
+    *_conv3d_all,
     *_extra_all,
+    *_loss_all,
     *_norm_all,
     "adaptive_avg_pool2d",
     "avg_pool2d",

@@ -1,5 +1,5 @@
 """More neural-network ops (``relax.nn.*``): the parameterised activations (leakyrelu,
-softplus, gelu_tanh, prelu), inference-mode dropout and padding.
+softplus, gelu_tanh, selu, prelu), inference-mode dropout, padding and pixel_shuffle.
 
 Signatures, attribute names and defaults follow TVM's ``relax.op.nn``; :mod:`.nn` re-exports
 every builder here, so they are reached as ``op.nn.leakyrelu`` and ``R.nn.leakyrelu``.
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ....runtime.dtype import DataTypeCode
 from ...expr import IntImm
-from ...op import add
+from ...op import add, floordiv, mul
 from .._base import RelaxExpr
 from ..expr import Call
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -52,6 +52,31 @@ def _infer_float_unary(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "data")
     _require_float(ctx, info, "data")
     return same_shape(info, info.dtype)
+
+
+def _infer_pixel_shuffle(call: Call, ctx: InferContext) -> StructInfo:
+    info = ctx.tensor_arg(call, 0, "data")
+    factor = ctx.attr(call, "upscale_factor", 1)
+    if info.ndim != -1 and info.ndim < 3:
+        raise ctx.error(f"data must have rank >= 3 (..., C, H, W), got shape {dims_text(info)}")
+    values = info.shape_values
+    if values is None:
+        return tensor(None, info.dtype, info.ndim, like=info)
+    channels = values[-3]
+    square = factor * factor
+    if isinstance(channels, IntImm) and channels.value % square:
+        raise ctx.error(
+            f"the {channels} channels of data with shape {dims_text(info)} are not a multiple "
+            f"of upscale_factor ** 2 = {square}"
+        )
+    simplify = ctx.analyzer.simplify
+    out = [
+        *values[:-3],
+        simplify(floordiv(channels, square)),
+        simplify(mul(values[-2], factor)),
+        simplify(mul(values[-1], factor)),
+    ]
+    return tensor(out, info.dtype, like=info)
 
 
 def _infer_prelu(call: Call, ctx: InferContext) -> StructInfo:
@@ -135,6 +160,19 @@ register_op(
     doc="GELU with the tanh approximation",
 )
 register_op(
+    "relax.nn.selu",
+    num_inputs=1,
+    infer=_infer_float_unary,
+    doc="scaled exponential linear unit",
+)
+register_op(
+    "relax.nn.pixel_shuffle",
+    num_inputs=1,
+    infer=_infer_pixel_shuffle,
+    attrs={"upscale_factor": "r: (..., C * r * r, H, W) -> (..., C, H * r, W * r)"},
+    doc="depth-to-space rearrangement (PyTorch's pixel_shuffle)",
+)
+register_op(
     "relax.nn.prelu",
     num_inputs=2,
     infer=_infer_prelu,
@@ -211,6 +249,35 @@ def gelu_tanh(data: RelaxExpr) -> Call:
     """GELU with the tanh approximation,
     ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`` (float tensors)."""
     return make_call("relax.nn.gelu_tanh", [data])
+
+
+def selu(data: RelaxExpr) -> Call:
+    """``scale * (x if x > 0 else alpha * (exp(x) - 1))`` with ``alpha ~ 1.6733`` and
+    ``scale ~ 1.0507`` (float tensors)."""
+    return make_call("relax.nn.selu", [data])
+
+
+def pixel_shuffle(data: RelaxExpr, upscale_factor: int) -> Call:
+    """Rearrange ``(..., C * r * r, H, W)`` into ``(..., C, H * r, W * r)`` with ``r`` the
+    ``upscale_factor``: ``out[..., c, h, w] = data[..., c*r*r + (h%r)*r + w%r, h//r, w//r]``.
+
+    Parameters
+    ----------
+    data : RelaxExpr
+        A tensor of rank >= 3 whose third-last extent is a multiple of ``r * r``.
+    upscale_factor : int
+        ``r``, at least 1.
+
+    Returns
+    -------
+    Call
+        A ``relax.nn.pixel_shuffle`` call.
+    """
+    name = "relax.nn.pixel_shuffle"
+    factor = as_int(name, "upscale_factor", upscale_factor)
+    if factor < 1:
+        raise OpError(f"{name}: upscale_factor must be >= 1, got {factor}")
+    return make_call(name, [data], {"upscale_factor": factor})
 
 
 def prelu(data: RelaxExpr, alpha: RelaxExpr, axis: int = 1) -> Call:
@@ -316,4 +383,13 @@ def pad(
     return make_call(name, [data], attrs)
 
 
-__all__ = ["dropout", "gelu_tanh", "leakyrelu", "pad", "prelu", "softplus"]
+__all__ = [
+    "dropout",
+    "gelu_tanh",
+    "leakyrelu",
+    "pad",
+    "pixel_shuffle",
+    "prelu",
+    "selu",
+    "softplus",
+]

@@ -1,0 +1,149 @@
+"""TVM's remaining ``relax.BlockBuilder`` spellings, mixed into :class:`BlockBuilder`.
+
+``call_te`` (the ``R.call_tir`` of a TE function, not emitted), ``emit_normalized`` (append a
+binding that is already in normal form), ``begin_scope``/``end_scope`` (the variable scopes
+TVM's normalizer keeps for mutators that rebuild functions binding by binding) and
+``finalize`` (the finished module). They live here so that the builder module stays about one
+concept: building and normalizing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .block import Binding, MatchCast, VarBinding
+from .expr import Call, DataflowVar, Var
+
+if TYPE_CHECKING:
+    from .module import IRModule
+
+__all__ = ["TVMBuilderMethods"]
+
+
+class TVMBuilderMethods:
+    """The TVM-named methods of :class:`~relaxvm.ir.relax.block_builder.BlockBuilder`.
+
+    A mixin: it relies on the builder's state (``_bindings``, ``_in_dataflow``, ``_scopes``)
+    and helpers (``_require_function``, ``_new_var``...), which the builder defines.
+    """
+
+    _bindings: list[Any]
+    _in_dataflow: bool
+    _scopes: list[list[Var]]
+
+    # Provided by BlockBuilder; declared for the type checker.
+    if TYPE_CHECKING:
+
+        def _require_function(self, method: str) -> Any: ...
+
+        def get(self) -> IRModule: ...
+
+        def normalize(self, expr: Any) -> Any: ...
+
+    def call_te(
+        self,
+        te_func: Callable[..., Any],
+        *args: Any,
+        primfunc_name_hint: str | None = None,
+        **kwargs: Any,
+    ) -> Call:
+        """The ``R.call_tir`` of a TE function of Relax tensors, without emitting it.
+
+        As TVM's ``BlockBuilder.call_te``: the PrimFunc is added to the module (once, under a
+        unique name) and the call is returned, for the caller to emit, return or nest.
+
+        Parameters
+        ----------
+        te_func : callable
+            A function of ``te.Tensor`` s (and other arguments) returning the output tensor(s).
+        *args, **kwargs
+            Its arguments; Relax tensors (also inside lists) become ``te.placeholder`` s.
+        primfunc_name_hint : str, optional
+            The PrimFunc's name (default: from ``te_func``).
+
+        Returns
+        -------
+        Call
+            ``R.call_tir(gvar, (tensors...), out_sinfo)``, normalized (its struct info is
+            set; its arguments are already leaves, so nothing is bound).
+        """
+        from ._emit_te import build_call_tir
+
+        call = build_call_tir(self, te_func, args, kwargs, primfunc_name_hint)  # type: ignore[arg-type]
+        normalized = self.normalize(call)
+        assert isinstance(normalized, Call)  # normalizing a Call gives a Call
+        return normalized
+
+    def emit_normalized(self, binding: Binding) -> None:
+        """Append ``binding`` (a ``VarBinding`` or ``MatchCast`` already in normal form) to the
+        current block as it is, as TVM's ``BlockBuilder.emit_normalized``.
+
+        The variable kind must suit the block: a ``DataflowVar`` only inside a dataflow block.
+
+        Raises
+        ------
+        BlockBuilderError
+            Outside a function, for a non-binding, or for a DataflowVar outside a dataflow
+            block.
+        """
+        from .block_builder import BlockBuilderError
+
+        func = self._require_function("emit_normalized")
+        if not isinstance(binding, (VarBinding, MatchCast)):
+            raise BlockBuilderError(
+                "BlockBuilder.emit_normalized: expected a VarBinding or MatchCast, got "
+                f"{type(binding).__name__}"
+            )
+        if isinstance(binding.var, DataflowVar) and not self._in_dataflow:
+            raise BlockBuilderError(
+                f"BlockBuilder.emit_normalized: dataflow variable '{binding.var.name_hint}' "
+                f"bound outside a dataflow block of function '{func.name}'"
+            )
+        if binding.var.struct_info is None:
+            raise BlockBuilderError(
+                f"BlockBuilder.emit_normalized: variable '{binding.var.name_hint}' has no "
+                "struct info (normalize the value first)"
+            )
+        self._bindings.append(binding)
+
+    def begin_scope(self, params: Sequence[Var] | None = None) -> None:
+        """Open a variable scope in which ``params`` are visible, as TVM's
+        ``BlockBuilder.begin_scope``; close it with :meth:`end_scope`.
+
+        relaxvm's normalizer needs no scope to look variables up; the scopes are kept so that
+        code written for TVM (mutators that rebuild a function) runs unchanged and unbalanced
+        scopes are caught.
+        """
+        from .block_builder import BlockBuilderError
+
+        listed = list(params or [])
+        for index, param in enumerate(listed):
+            if not isinstance(param, Var):
+                raise BlockBuilderError(
+                    f"BlockBuilder.begin_scope: params[{index}] must be a relax Var, got "
+                    f"{type(param).__name__}"
+                )
+        self._scopes.append(listed)
+
+    def end_scope(self) -> None:
+        """Close the scope opened by the matching :meth:`begin_scope`."""
+        from .block_builder import BlockBuilderError
+
+        if not self._scopes:
+            raise BlockBuilderError("BlockBuilder.end_scope: no scope is open (call begin_scope)")
+        self._scopes.pop()
+
+    def scope_params(self) -> list[Var]:
+        """The parameters visible in the open scopes, outermost first."""
+        return [param for scope in self._scopes for param in scope]
+
+    def finalize(self) -> IRModule:
+        """The finished module, as TVM's ``BlockBuilder.finalize``.
+
+        Raises
+        ------
+        BlockBuilderError
+            While a function is still being built.
+        """
+        return self.get()

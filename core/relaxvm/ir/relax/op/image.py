@@ -1,0 +1,167 @@
+"""Image ops (``relax.image.*``): ``resize2d`` with TVM v0.23's signature and attributes.
+
+Supported: the NCHW layout; the methods ``"nearest_neighbor"`` and ``"linear"``; the
+coordinate transformation modes ``"half_pixel"``, ``"align_corners"``, ``"asymmetric"`` and
+``"pytorch_half_pixel"``. ``"cubic"`` and the ``tf_*`` modes are refused by name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ....runtime.dtype import DataTypeCode
+from ...expr import PrimExpr
+from .._base import RelaxExpr
+from ..expr import Call
+from ..struct_info import StructInfo
+from ._common import (
+    as_shape_expr,
+    dims_text,
+    dtype_attr,
+    make_call,
+    shape_arg_ndim,
+    shape_arg_values,
+    tensor,
+)
+from .registry import InferContext, OpError, register_op
+
+__all__ = ["resize2d"]
+
+METHODS = ("nearest_neighbor", "linear")
+COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
+ROUNDING_METHODS = ("", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
+
+
+def _infer_resize2d(call: Call, ctx: InferContext) -> StructInfo:
+    data = ctx.tensor_arg(call, 0, "data")
+    if data.ndim not in (-1, 4):
+        raise ctx.error(f"data must have rank 4 (NCHW), got shape {dims_text(data)}")
+    size_ndim = shape_arg_ndim(ctx, call, 1)
+    if size_ndim not in (-1, 2):
+        raise ctx.error(f"size must have 2 entries (height, width), got {size_ndim}")
+    if (
+        ctx.attr(call, "method", "linear") == "linear"
+        and data.dtype is not None
+        and data.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT)
+    ):
+        # TVM blends integer pixels in float and casts back; here only float data blends.
+        raise ctx.error(f"method 'linear' needs data with a float dtype, got {data.dtype}")
+    out_dtype = ctx.attr(call, "out_dtype")
+    dtype = out_dtype if out_dtype else data.dtype
+    size = shape_arg_values(ctx, call, 1)
+    d = data.shape_values
+    if d is None or size is None:
+        return tensor(None, dtype, 4, like=data)
+    return tensor([d[0], d[1], size[0], size[1]], dtype, like=data)
+
+
+register_op(
+    "relax.image.resize2d",
+    num_inputs=2,
+    infer=_infer_resize2d,
+    attrs={
+        "roi": "(start_h, start_w, end_h, end_w), for tf_crop_and_resize only",
+        "layout": "NCHW",
+        "method": "nearest_neighbor or linear",
+        "coordinate_transformation_mode": "how output coordinates map to input ones",
+        "rounding_method": "nearest_neighbor's rounding",
+        "cubic_alpha": "cubic's spline parameter",
+        "cubic_exclude": "cubic's outside-pixel exclusion",
+        "extrapolation_value": "value outside the image (tf_crop_and_resize)",
+        "out_dtype": "result dtype",
+    },
+    doc="2-d image resize, NCHW",
+)
+
+
+def _choice(name: str, param: str, value: Any, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        listed = ", ".join(repr(a) for a in allowed)
+        raise OpError(f"{name}: {param} must be one of {listed}, got {value!r}")
+    return str(value)
+
+
+def resize2d(
+    data: RelaxExpr,
+    size: RelaxExpr | int | PrimExpr | Sequence[int | PrimExpr],
+    roi: float | Sequence[float] | None = None,
+    layout: str = "NCHW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "round",
+    cubic_alpha: float = -0.75,
+    cubic_exclude: int = 0,
+    extrapolation_value: float = 0.0,
+    out_dtype: str | None = None,
+) -> Call:
+    """Resize NCHW ``data`` to ``size`` (height, width).
+
+    Parameters
+    ----------
+    data : RelaxExpr
+        ``(N, C, H, W)`` data.
+    size : RelaxExpr, int or sequence of 1 or 2 ints/PrimExprs
+        The output ``(height, width)``; one value is used for both; a ShapeExpr as is.
+    roi : float or sequence of 4 floats, optional
+        Only used by ``tf_crop_and_resize`` (not supported); recorded as given.
+    layout : str
+        Only ``"NCHW"``.
+    method : {"nearest_neighbor", "linear"}
+        ``"cubic"`` is not supported.
+    coordinate_transformation_mode : str
+        ``"half_pixel"``: ``in = (out + 0.5) * scale - 0.5``; ``"pytorch_half_pixel"``: the
+        same, but 0 for an output extent of 1; ``"align_corners"``: ``in = out * (in_size -
+        1) / (out_size - 1)``; ``"asymmetric"``: ``in = out * scale`` (``scale = in_size /
+        out_size``).
+    rounding_method : str
+        nearest_neighbor's rounding of ``in``: ``"round"`` (half to even), ``"floor"``,
+        ``"ceil"``, ``"round_prefer_floor"``, ``"round_prefer_ceil"``, or ``""`` (meaning
+        round_prefer_floor). Indices are then clamped into the image.
+    cubic_alpha, cubic_exclude, extrapolation_value : number
+        Recorded for TVM compatibility; unused by the supported methods and modes.
+    out_dtype : str, optional
+        The result dtype; the data's by default.
+
+    Returns
+    -------
+    Call
+        A ``relax.image.resize2d`` call of shape ``(N, C, height, width)``.
+    """
+    name = "relax.image.resize2d"
+    if layout != "NCHW":
+        raise OpError(f"{name}: only the NCHW layout is supported, got {layout!r}")
+    method = _choice(name, "method", method, METHODS)
+    mode = _choice(
+        name, "coordinate_transformation_mode", coordinate_transformation_mode, COORDINATE_MODES
+    )
+    rounding = _choice(name, "rounding_method", rounding_method, ROUNDING_METHODS)
+    if isinstance(size, (int, PrimExpr)) and not isinstance(size, bool):
+        size = [size, size]
+    elif not isinstance(size, RelaxExpr) and isinstance(size, Sequence) and len(size) == 1:
+        size = [size[0], size[0]]
+    size_expr = as_shape_expr(name, size)
+    roi_t: tuple[float, ...]
+    if roi is None:
+        roi_t = (0.0, 0.0, 0.0, 0.0)
+    elif isinstance(roi, (int, float)):
+        roi_t = (float(roi),) * 4
+    else:
+        roi_t = tuple(float(v) for v in roi)
+        if len(roi_t) != 4:
+            raise OpError(f"{name}: roi must have 4 entries, got {list(roi_t)}")
+    if not math.isfinite(float(extrapolation_value)):
+        raise OpError(f"{name}: extrapolation_value must be finite, got {extrapolation_value!r}")
+    attrs = {
+        "roi": roi_t,
+        "layout": layout,
+        "method": method,
+        "coordinate_transformation_mode": mode,
+        "rounding_method": rounding,
+        "cubic_alpha": float(cubic_alpha),
+        "cubic_exclude": int(cubic_exclude),
+        "extrapolation_value": float(extrapolation_value),
+        "out_dtype": dtype_attr(name, out_dtype),
+    }
+    return make_call(name, [data, size_expr], attrs)
