@@ -214,34 +214,41 @@ def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     return tensor([d[0], d[1], *(IntImm(v) for v in output_size)], data.dtype, like=data)
 
 
-_WINDOW_ATTRS = {"strides": "(w,)", "padding": "(left, right)", "dilation": "(w,)"}
-register_op(
-    "relax.nn.conv1d",
-    num_inputs=2,
-    infer=_infer_conv,
-    attrs={**_WINDOW_ATTRS, "groups": "channel groups", "out_dtype": "result dtype"},
-    doc="1-d convolution, NCW data and OIW weight",
-)
-for _name in ("max_pool1d", "avg_pool1d"):
+def register_window_ops(rank: int, axes: str, padding: str, weight_layout: str) -> None:
+    """Register ``conv{rank}d``, ``max_pool{rank}d``, ``avg_pool{rank}d`` and
+    ``adaptive_avg_pool{rank}d`` (channel-first layouts), sharing this module's inference."""
+    layout = _LAYOUTS[rank]
+    window = {"strides": axes, "padding": padding, "dilation": axes}
     register_op(
-        f"relax.nn.{_name}",
-        num_inputs=1,
-        infer=_infer_pool,
-        attrs={
-            **_WINDOW_ATTRS,
-            "pool_size": "(w,)",
-            "ceil_mode": "round the output up",
-            "count_include_pad": "average over the padded window",
-        },
-        doc=f"1-d {_name[:3]} pooling, NCW",
+        f"relax.nn.conv{rank}d",
+        num_inputs=2,
+        infer=_infer_conv,
+        attrs={**window, "groups": "channel groups", "out_dtype": "result dtype"},
+        doc=f"{rank}-d convolution, {layout} data and {weight_layout} weight",
     )
-register_op(
-    "relax.nn.adaptive_avg_pool1d",
-    num_inputs=1,
-    infer=_infer_adaptive_pool,
-    attrs={"output_size": "(w,); None keeps the input size"},
-    doc="1-d adaptive average pooling, NCW",
-)
+    for kind in ("max", "avg"):
+        register_op(
+            f"relax.nn.{kind}_pool{rank}d",
+            num_inputs=1,
+            infer=_infer_pool,
+            attrs={
+                **window,
+                "pool_size": axes,
+                "ceil_mode": "round the output up",
+                "count_include_pad": "average over the padded window",
+            },
+            doc=f"{rank}-d {kind} pooling, {layout}",
+        )
+    register_op(
+        f"relax.nn.adaptive_avg_pool{rank}d",
+        num_inputs=1,
+        infer=_infer_adaptive_pool,
+        attrs={"output_size": f"{axes}; None keeps the input size"},
+        doc=f"{rank}-d adaptive average pooling, {layout}",
+    )
+
+
+register_window_ops(1, "(w,)", "(left, right)", "OIW")
 
 
 # ---- builders -----------------------------------------------------------------------------------

@@ -13,49 +13,15 @@ from ._common import dtype_attr, make_call
 from .nn_conv import (
     _check_layout,
     _groups,
-    _infer_adaptive_pool,
-    _infer_conv,
-    _infer_pool,
     _padding,
     _pool,
     _spatial,
+    register_window_ops,
 )
-from .registry import register_op
 
 __all__ = ["adaptive_avg_pool3d", "avg_pool3d", "conv3d", "max_pool3d"]
 
-_WINDOW_ATTRS = {
-    "strides": "(d, h, w)",
-    "padding": "(front, top, left, back, bottom, right)",
-    "dilation": "(d, h, w)",
-}
-register_op(
-    "relax.nn.conv3d",
-    num_inputs=2,
-    infer=_infer_conv,
-    attrs={**_WINDOW_ATTRS, "groups": "channel groups", "out_dtype": "result dtype"},
-    doc="3-d convolution, NCDHW data and OIDHW weight",
-)
-for _name in ("max_pool3d", "avg_pool3d"):
-    register_op(
-        f"relax.nn.{_name}",
-        num_inputs=1,
-        infer=_infer_pool,
-        attrs={
-            **_WINDOW_ATTRS,
-            "pool_size": "(d, h, w)",
-            "ceil_mode": "round the output up",
-            "count_include_pad": "average over the padded window",
-        },
-        doc=f"3-d {_name[:3]} pooling, NCDHW",
-    )
-register_op(
-    "relax.nn.adaptive_avg_pool3d",
-    num_inputs=1,
-    infer=_infer_adaptive_pool,
-    attrs={"output_size": "(d, h, w); None keeps the input size"},
-    doc="3-d adaptive average pooling, NCDHW",
-)
+register_window_ops(3, "(d, h, w)", "(front, top, left, back, bottom, right)", "OIDHW")
 
 
 def conv3d(
