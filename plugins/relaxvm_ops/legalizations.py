@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (  # noqa: F401
     _kernel,
     create,
+    datadep,
     elementwise,
     image,
     indexing,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401
     nn_conv,
     nn_extra,
     nn_loss,
+    qdq,
     reduction,
     sort,
     structural,

@@ -1,9 +1,16 @@
-"""The runtime functions behind the legalized ``relax.print`` and ``relax.assert_op``.
+"""The runtime functions behind the ops legalized to packed calls: ``relax.print``,
+``relax.assert_op``, and the data-dependent ``relax.unique`` and ``relax.nonzero``.
 
 The legalizations (:mod:`relaxvm_ops.structural`) produce ``R.call_packed("relax.run.print", format, *values)`` and
 ``R.call_packed("relax.run.assert_op", condition, format, *args)`` (impure calls, so no pass
 may drop or reorder them). These functions are registered through the plugin's
 ``relaxvm_register_builtins`` hook; this module does not import the IR, so the VM stays light.
+
+``unique`` and ``nonzero`` (:mod:`relaxvm_ops.datadep`) become
+``R.call_pure_packed("relax.run.unique", x, sorted, return_index, return_inverse,
+return_counts[, axis])`` and ``R.call_pure_packed("relax.run.nonzero", x)``: their result
+extents are known only once the data is, so these functions compute with numpy and return
+new CPU tensors (a tuple of them when unique returns several outputs).
 """
 
 from __future__ import annotations
@@ -16,8 +23,16 @@ import numpy as np
 
 from relaxvm.errors import RelaxVMError
 from relaxvm.runtime import Tensor
+from relaxvm.runtime import tensor as _new_tensor
 
-__all__ = ["RUNTIME_FUNCTIONS", "RelaxAssertionError", "run_assert_op", "run_print"]
+__all__ = [
+    "RUNTIME_FUNCTIONS",
+    "RelaxAssertionError",
+    "run_assert_op",
+    "run_nonzero",
+    "run_print",
+    "run_unique",
+]
 
 
 class RelaxAssertionError(RelaxVMError, AssertionError):
@@ -74,7 +89,71 @@ def run_assert_op(cond: Any, fmt: str, *args: Any) -> None:
     raise RelaxAssertionError(message or "Assertion Failed")
 
 
+def _array(name: str, x: Any) -> np.ndarray:
+    if isinstance(x, Tensor):
+        return x.numpy()
+    raise RelaxVMError(f"{name}: x must be a tensor, got {type(x).__name__}")
+
+
+def _flag(value: Any) -> bool:
+    return bool(value.numpy()) if isinstance(value, Tensor) else bool(value)
+
+
+def run_unique(
+    x: Any,
+    sorted: Any = True,
+    return_index: Any = False,
+    return_inverse: Any = False,
+    return_counts: Any = False,
+    axis: Any = None,
+) -> Tensor | tuple[Tensor, ...]:
+    """``np.unique`` of ``x``; unsorted means in order of first occurrence.
+
+    Returns the unique values, or a tuple of them and the requested int64 index, inverse and
+    count tensors (in that order), each a new CPU tensor.
+    """
+    array = _array("relax.run.unique", x)
+    if axis is not None:
+        axis = int(axis)
+        if not -array.ndim <= axis < max(array.ndim, 1):
+            raise RelaxVMError(
+                f"relax.run.unique: axis {axis} is out of range for a tensor of rank {array.ndim}"
+            )
+    values, index, inverse, counts = np.unique(
+        array, return_index=True, return_inverse=True, return_counts=True, axis=axis
+    )
+    inverse = inverse.reshape(-1)
+    if not _flag(sorted):
+        # Reorder by first occurrence: position k of the result is the value that occurs
+        # k-th; ``rank`` maps a sorted position to its new one, for the inverse.
+        order = np.argsort(index, kind="stable")
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        index, counts = index[order], counts[order]
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        inverse = rank[inverse]
+    extras = [
+        a.astype(np.int64)
+        for a, want in ((index, return_index), (inverse, return_inverse), (counts, return_counts))
+        if _flag(want)
+    ]
+    if not extras:
+        return _new_tensor(values)
+    return tuple(_new_tensor(a) for a in (values, *extras))
+
+
+def run_nonzero(x: Any) -> Tensor:
+    """``np.nonzero`` of ``x`` stacked: an int64 CPU tensor of shape ``(ndim, count)``.
+
+    A 0-d ``x`` counts as 1-d (numpy refuses 0-d input).
+    """
+    array = np.atleast_1d(_array("relax.run.nonzero", x))
+    return _new_tensor(np.stack(np.nonzero(array)).astype(np.int64))
+
+
 RUNTIME_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "relax.run.print": run_print,
     "relax.run.assert_op": run_assert_op,
+    "relax.run.unique": run_unique,
+    "relax.run.nonzero": run_nonzero,
 }

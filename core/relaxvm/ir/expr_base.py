@@ -175,6 +175,17 @@ class PrimExpr:
     def __str__(self) -> str:
         return _printer().expr_to_str(self)
 
+    def script(self, **options: Any) -> str:
+        """The script text of this expression (TVM's ``Object.script``); with
+        ``verbose_expr=True`` each free variable's declaration (``n = T.int64()``) comes first.
+        The options are those of :meth:`relaxvm.ir.relax.Var.script`."""
+        from .expr_functor import free_vars
+        from .relax.text_options import apply_layout, script_options
+
+        opts = script_options(type(self).__name__, **options)
+        lines = [f"{v.name} = T.{v.dtype}()" for v in free_vars(self)] if opts.verbose_expr else []
+        return apply_layout("\n".join([*lines, str(self)]), opts)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}[{self.dtype}]({self})"
 

@@ -26,6 +26,7 @@ __all__ = ["decorate", "from_source", "ir_module"]
 
 _RELAX_OPTIONS = ("private", "pure", "check_well_formed")
 _TIR_OPTIONS = ("private", "check_well_formed")
+_MODULE_OPTIONS = ("check_well_formed",)
 
 
 def _frame_env(frame: FrameType | None) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def decorate(obj: Any, kind: str, options: dict[str, Any], depth: int) -> Any:
     raise _reraise(error)
 
 
-def ir_module(cls: Any, depth: int = 1) -> rx.IRModule:
+def ir_module(cls: Any, depth: int = 1, check_well_formed: bool = True) -> rx.IRModule:
     """``@I.ir_module`` on a class."""
     frame = sys._getframe(depth + 1)
     error: ScriptError
@@ -78,7 +79,7 @@ def ir_module(cls: Any, depth: int = 1) -> rx.IRModule:
         node = tree.body[0] if tree.body else None
         if not isinstance(node, ast.ClassDef):
             raise source.error(node, "@I.ir_module expects a class definition")
-        return _parse_module(source, node, _frame_env(frame))
+        return _parse_module(source, node, _frame_env(frame), check_well_formed)
     except ScriptError as err:
         error = err
     raise _reraise(error)
@@ -101,7 +102,7 @@ def _decorator(
     if isinstance(node, ast.Call):
         if node.args:
             raise evaluator.error(node, f"{ast.unparse(func_node)} takes only keyword options")
-        names = _RELAX_OPTIONS if kind == "relax" else _TIR_OPTIONS if kind == "tir" else ()
+        names = {"relax": _RELAX_OPTIONS, "tir": _TIR_OPTIONS, "module": _MODULE_OPTIONS}[kind]
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg not in names:
                 raise evaluator.error(
@@ -149,7 +150,9 @@ def _parse_function(
     return func
 
 
-def _parse_module(source: Source, node: ast.ClassDef, env: dict[str, Any]) -> rx.IRModule:
+def _parse_module(
+    source: Source, node: ast.ClassDef, env: dict[str, Any], check_well_formed: bool = True
+) -> rx.IRModule:
     evaluator = Evaluator(source, env)
     funcs: list[tuple[ast.FunctionDef, str, dict[str, Any]]] = []
     attrs: dict[str, Any] = {}
@@ -202,7 +205,7 @@ def _parse_module(source: Source, node: ast.ClassDef, env: dict[str, Any]) -> rx
             func = TIRParser(source, env).parse_function(
                 stmt,
                 bool(options.get("private", False)),
-                bool(options.get("check_well_formed", True)),
+                check_well_formed and bool(options.get("check_well_formed", True)),
             )
         else:
             parser = RelaxParser(source, env, module, prim_funcs)
@@ -210,6 +213,16 @@ def _parse_module(source: Source, node: ast.ClassDef, env: dict[str, Any]) -> rx
                 stmt, bool(options.get("private", False)), bool(options.get("pure", True))
             )
         mod[gvars[stmt.name]] = func
+    for gvar, prim_func in module.te_functions():
+        if gvar.name_hint in gvars:
+            raise source.error(
+                node,
+                f"R.emit_te made a PrimFunc named '{gvar.name_hint}', but the module already has "
+                "a function of that name; pass primfunc_name_hint= to name it otherwise",
+            )
+        mod[gvar] = prim_func
+    if not check_well_formed:
+        return mod
     try:
         rx.well_formed(mod)
     except rx.WellFormedError as err:
@@ -271,9 +284,11 @@ def _from_source(text: str, name: str | None, source_name: str, env: dict[str, A
             decorators = [
                 _decorator(evaluator, d, {I.ir_module: "module"}) for d in stmt.decorator_list
             ]
-            if not any(decorators):
+            found_module = next((d for d in decorators if d is not None), None)
+            if found_module is None:
                 raise source.error(stmt, f"class '{stmt.name}' needs @I.ir_module")
-            results.append((stmt.name, _parse_module(source, stmt, scope)))
+            check = bool(found_module[1].get("check_well_formed", True))
+            results.append((stmt.name, _parse_module(source, stmt, scope, check)))
         elif isinstance(stmt, ast.FunctionDef):
             found = _function_kind(evaluator, stmt)
             if found is None:

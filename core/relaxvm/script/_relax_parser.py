@@ -12,12 +12,12 @@ import ast
 from typing import Any
 
 from ..ir import relax as rx
-from ..ir.expr import PrimExpr
 from ..ir.relax.op import elementwise as rop
 from ..ir.relax.struct_info import FuncStructInfo, ObjectStructInfo, StructInfo, TupleStructInfo
 from ..ir.relax.subtype import BaseCheckResult, struct_info_base_check
 from . import relax as R
 from ._eval import Evaluator, _cause
+from ._relax_values import _const_of_array, _convert_to_expr, check_direct_prim_call, emit_te
 from ._source import ScriptError, Source
 from ._tir_parser import _check_plain_args, _is_docstring, declared_sym_vars, is_call_of
 from ._tir_parser import is_declaration as _is_declaration
@@ -47,6 +47,12 @@ class ModuleRef:
     def __init__(self, name: str, gvars: dict[str, rx.GlobalVar]) -> None:
         self._name = name
         self._gvars = gvars
+        # Collects the PrimFuncs that ``R.emit_te`` makes in any function of the module.
+        self._te_builder = rx.BlockBuilder()
+
+    def te_functions(self) -> list[tuple[rx.GlobalVar, Any]]:
+        """The PrimFuncs made by ``R.emit_te`` in the module's functions."""
+        return list(self._te_builder._mod)
 
     def __getattr__(self, attr: str) -> rx.GlobalVar:
         gvars = self.__dict__.get("_gvars", {})
@@ -441,12 +447,13 @@ class RelaxParser(Evaluator):
         return super().binop(node, left, right)
 
     def apply(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if func is R.emit_te:
+            return emit_te(self, node, args, kwargs)
+        # Captured numpy arrays are constants, as TVM's op argument converter makes them.
+        if getattr(func, "__module__", "").startswith("relaxvm.ir.relax.op"):
+            args = [_const_of_array(arg) for arg in args]
         if isinstance(func, rx.GlobalVar) and func.name_hint in self.prim_funcs:
-            raise self.error(
-                node.func,
-                f"'{func.name_hint}' is a prim_func: call it with "
-                f"R.call_tir(cls.{func.name_hint}, (args...), out_sinfo=...)",
-            )
+            check_direct_prim_call(self, node, func)
         if isinstance(func, (rx.Var, rx.GlobalVar, rx.ExternFunc)):
             if kwargs:
                 raise self.error(node, "calls of Relax functions take no keyword arguments")
@@ -465,8 +472,9 @@ class RelaxParser(Evaluator):
             return value
         if isinstance(value, (list, tuple)):
             return rx.Tuple([self.as_expr(item, node) for item in value])
-        if isinstance(value, PrimExpr):
-            return rx.PrimValue(value)
+        converted = _convert_to_expr(value)
+        if converted is not None:
+            return converted
         raise self.error(
             node, f"expected a Relax value (a variable, call, constant or tuple), got {value!r}"
         )

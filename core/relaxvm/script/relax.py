@@ -241,18 +241,49 @@ def call_dps_packed(func: Any, args: Any, out_sinfo: Any) -> _rx.Call:
 
 
 def call_packed(func: Any, *args: Any, sinfo_args: Any = ()) -> _rx.Call:
-    """``R.call_packed("name", x, y, sinfo_args=R.Tensor(...))``."""
+    """``R.call_packed("name", x, y, sinfo_args=R.Tensor(...))``.
+
+    Python ints, floats, strings and tuples among ``args`` become Relax values as in TVM
+    (``R.prim_value``, ``R.str``, ``R.tuple``)."""
     infos = sinfo_args if sinfo_args in ((), []) else _out(sinfo_args)
-    return _op.call_packed(func, *args, sinfo_args=infos)
+    return _op.call_packed(func, *[_value(a) for a in args], sinfo_args=infos)
 
 
 def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> _rx.Call:
-    """``R.call_pure_packed("name", x, sinfo_args=R.Tensor(...))``."""
-    return _op.call_pure_packed(func, *args, sinfo_args=_out(sinfo_args))
+    """``R.call_pure_packed("name", x, sinfo_args=R.Tensor(...))`` (arguments converted as in
+    :func:`call_packed`)."""
+    return _op.call_pure_packed(func, *[_value(a) for a in args], sinfo_args=_out(sinfo_args))
+
+
+def emit_te(func: Any, *args: Any, **kwargs: Any) -> _rx.Call:
+    """``R.emit_te(te_func, *args, primfunc_name_hint=None, **kwargs)`` in an ``@I.ir_module``
+    class: build a PrimFunc from the TE function (``te.create_prim_func``), add it to the module
+    (named ``primfunc_name_hint`` or after ``te_func``) and call it with ``R.call_tir``.
+
+    The script parser handles the call; outside a script it is an error.
+    """
+    raise RuntimeError("R.emit_te may only appear inside an @R.function of an @I.ir_module class")
+
+
+def _value(value: Any) -> Any:
+    """TVM's ``convert_to_expr`` for the Python values a script passes as call arguments."""
+    from ._relax_values import _convert_to_expr
+
+    if isinstance(value, _rx.RelaxExpr):
+        return value
+    if isinstance(value, (list, tuple)):
+        return _rx.Tuple([_value(item) for item in value])
+    converted = _convert_to_expr(value)
+    return value if converted is None else converted
 
 
 def _args(args: Any) -> Any:
-    return list(args) if isinstance(args, (list, tuple)) else args
+    if isinstance(args, (list, tuple)):
+        return [_value(a) for a in args]
+    # A single non-tuple value is the one argument, as TVM's call_tir / call_dps_packed wrap it.
+    if isinstance(args, _rx.RelaxExpr) and not isinstance(args.struct_info, TupleStructInfo):
+        return [args]
+    return args
 
 
 def _out(out_sinfo: Any) -> Any:

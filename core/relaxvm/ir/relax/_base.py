@@ -106,6 +106,10 @@ class RelaxNode:
 
         return node_to_str(self)
 
+    # Assigned, not defined, so that subclasses keep their own narrower ``script`` signatures
+    # (``Function.script(name)``, ``StructInfo.script()``) while other nodes take TVM's options.
+    script: Any = None
+
     def __repr__(self) -> str:
         return str(self)
 
@@ -213,6 +217,30 @@ class RelaxExpr(RelaxNode):
         from ._operators import unary
 
         return unary("negative", self)
+
+
+def _node_script(self: RelaxNode, **options: Any) -> str:
+    """The script text of this node (TVM's ``Object.script``).
+
+    Parameters
+    ----------
+    **options
+        TVM's printer options: ``show_meta``, ``verbose_expr`` (print the definitions of
+        the expression's free variables first), ``indent_spaces``,
+        ``print_line_numbers``; the rest only at TVM's defaults
+        (see :mod:`relaxvm.ir.relax.text_options`).
+    """
+    from .text_options import apply_layout, script_options
+    from .text_verbose import verbose_definitions
+
+    opts = script_options(type(self).__name__, **options)
+    text = str(self)
+    if opts.verbose_expr:
+        text = "\n".join([*verbose_definitions(self), text])
+    return apply_layout(text, opts)
+
+
+RelaxNode.script = _node_script
 
 
 def update_struct_info(expr: RelaxExpr, struct_info: StructInfo) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from . import image, memory, nn
 from .create import *  # noqa: F403
 from .create import __all__ as _create_all
+from .datadep import *  # noqa: F403
+from .datadep import __all__ as _datadep_all
 from .elementwise import *  # noqa: F403
 from .elementwise import __all__ as _elementwise_all
 from .index import *  # noqa: F403
@@ -20,6 +22,8 @@ from .linalg import __all__ as _linalg_all
 from .manipulate import *  # noqa: F403
 from .manipulate import __all__ as _manipulate_all
 from .memory import builtin, call_builtin_with_ctx, vm
+from .qdq import *  # noqa: F403
+from .qdq import __all__ as _qdq_all
 from .reduction import *  # noqa: F403
 from .reduction import __all__ as _reduction_all
 from .registry import (
@@ -55,6 +59,8 @@ __all__ = [
     "vm",
     "register_op",
     *_create_all,
+    *_datadep_all,
+    *_qdq_all,
     *_elementwise_all,
     *_index_all,
     *_sort_all,
