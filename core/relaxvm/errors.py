@@ -17,7 +17,10 @@ built-in exception TVM raises in the same situation (``ValueError``, ``TypeError
     ├── VMError (RuntimeError)              run-time failures: arity, checks, recursion, memory
     ├── VMTypeError (TypeError)             a value of the wrong kind reached a builtin
     ├── VMValueError (ValueError)           a value of the right kind but wrong content
-    └── VMIndexError (IndexError)           an index past the end of a tuple
+    ├── VMIndexError (IndexError)           an index past the end of a tuple
+    ├── FrontendError (ValueError)          a model file an importer cannot read or convert
+    │   └── OpNotImplemented (+NotImplementedError)  operators or attributes not supported
+    └── MissingDependencyError (ImportError)  an optional dependency is not installed
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ __all__ = [
     "CompileError",
     "DeviceError",
     "ExecutableFormatError",
+    "FrontendError",
     "FunctionNotFoundError",
+    "MissingDependencyError",
+    "OpNotImplemented",
     "PluginConflictError",
     "PluginError",
     "RegistryError",
@@ -97,3 +103,19 @@ class CompileError(RelaxVMError, ValueError):
     """A module cannot be compiled: an op without a legalization for the target, an unbound
     symbolic variable, an ill-formed function... The message names the function, the binding
     (or kernel) and the reason, and the pass that found it."""
+
+
+class FrontendError(RelaxVMError, ValueError):
+    """A model an importer (``relaxvm.frontend``) cannot read or convert: a malformed file, an
+    input named in ``shape_dict`` that the graph lacks, an operator used against its spec."""
+
+
+class OpNotImplemented(FrontendError, NotImplementedError):
+    """Operators (or attributes of them) an importer does not support. The message lists every
+    unsupported node of the model, not only the first (TVM raises ``tvm.error.OpNotImplemented``
+    for the same case)."""
+
+
+class MissingDependencyError(RelaxVMError, ImportError):
+    """An optional dependency (``onnx``, ``torch``...) is not installed; the message says which
+    ``pip install`` brings it."""

@@ -1,0 +1,3 @@
+"""ONNX converters: control operators."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""ONNX converters: reduce operators."""
+
+from __future__ import annotations

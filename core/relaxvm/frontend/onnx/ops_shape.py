@@ -1,0 +1,3 @@
+"""ONNX converters: shape operators."""
+
+from __future__ import annotations
