@@ -40,6 +40,38 @@ def test_script_options_on_nodes() -> None:
     assert body.script(print_line_numbers=True) == "1 y"
 
 
+def test_script_options_on_modules_functions_struct_info_and_tir() -> None:
+    mod = rx.IRModule({"main": _add_weight})
+    numbered = mod.script(print_line_numbers=True, show_meta=True).split("\n")
+    assert numbered[0].startswith(" 1 # from relaxvm.script import")
+    assert any(line.split(" ", 2)[-1] == "@I.ir_module" for line in numbered)
+    two = _add_weight.script(indent_spaces=2)
+    assert "\n  y: R.Tensor((2,)" in two and "\n    y" not in two
+    assert _add_weight.script(show_meta=True) == _add_weight.script()
+    n = SymVar("n", "int64")
+    sinfo = rx.TupleStructInfo(
+        [rx.TensorStructInfo((n, 4), "float32"), rx.TensorStructInfo((n,), "int64")]
+    )
+    assert sinfo.script(verbose_expr=True) == (
+        'n = T.int64()\nR.Tuple(R.Tensor((n, 4), dtype="float32"), R.Tensor((n,), dtype="int64"))'
+    )
+    assert str(sinfo) == sinfo.script()
+    func = from_source(
+        "@T.prim_func\n"
+        "def k(a: T.Buffer((4,), 'float32')):\n"
+        "    for i in range(4):\n"
+        "        a[i] = T.float32(1)\n"
+    )
+    assert "\n  for i in range(" in func.script(indent_spaces=2)
+    assert func.body.script(print_line_numbers=True).startswith("1 for i in range(")
+    with pytest.raises(TypeError, match=r"IRModule.script\(\) got an unexpected keyword"):
+        mod.script(bogus=True)
+    with pytest.raises(VMValueError, match="tir_prefix='TT' is not supported"):
+        func.script(tir_prefix="TT")
+    with pytest.raises(TypeError, match=r"Function.script\(\) got an unexpected keyword"):
+        _add_weight.script(colour=True)
+
+
 def test_script_option_errors() -> None:
     body = _add_weight.body.body
     with pytest.raises(VMValueError, match="relax_prefix='RR' is not supported"):

@@ -197,8 +197,13 @@ class Function(RelaxExpr):
         """A copy of this function without attribute ``key`` (if present)."""
         return self.with_attrs({k: v for k, v in self.attrs.items() if k != key})
 
-    def script(self, name: str | None = None) -> str:
-        """TVMScript text of this function alone (named after its ``global_symbol``)."""
-        from .text import function_to_script
+    def script(self, name: str | None = None, **options: Any) -> str:
+        """TVMScript text of this function alone (named after its ``global_symbol``).
 
-        return function_to_script(self, name)
+        ``options`` are TVM's printer options (see :mod:`relaxvm.ir.relax.text_options`):
+        ``show_meta``, ``verbose_expr``, ``indent_spaces``, ``print_line_numbers``."""
+        from .text import function_to_script
+        from .text_options import apply_layout, script_options
+
+        opts = script_options("Function", **options)
+        return apply_layout(function_to_script(self, name), opts)

@@ -261,11 +261,16 @@ class IRModule:
         return copied
 
     # ---- printing --------------------------------------------------------------------------
-    def script(self) -> str:
-        """TVMScript text of the whole module (``relaxvm.script.from_source`` reads it back)."""
-        from .text import module_to_str
+    def script(self, **options: Any) -> str:
+        """TVMScript text of the whole module (``relaxvm.script.from_source`` reads it back).
 
-        return module_to_str(self)
+        ``options`` are TVM's printer options (see :mod:`relaxvm.ir.relax.text_options`):
+        ``show_meta``, ``verbose_expr``, ``indent_spaces``, ``print_line_numbers``."""
+        from .text import module_to_str
+        from .text_options import apply_layout, script_options
+
+        opts = script_options("IRModule", **options)
+        return apply_layout(module_to_str(self), opts)
 
     def show(
         self,

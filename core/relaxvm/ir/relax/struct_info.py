@@ -114,12 +114,12 @@ class StructInfo(RelaxNode):
         return hash((type(self).__name__, self._key()))
 
     def __str__(self) -> str:
-        return self.script()
+        return self._script()
 
     def __repr__(self) -> str:
-        return self.script()
+        return self._script()
 
-    def script(self) -> str:
+    def _script(self) -> str:
         """The TVMScript spelling, e.g. ``R.Tensor((n, 4), dtype="float32")``."""
         raise NotImplementedError
 
@@ -144,7 +144,7 @@ class ObjectStructInfo(StructInfo):
     def _key(self) -> tuple[Any, ...]:
         return ()
 
-    def script(self) -> str:
+    def _script(self) -> str:
         return "R.Object"
 
 
@@ -187,7 +187,7 @@ class PrimStructInfo(StructInfo):
     def _key(self) -> tuple[Any, ...]:
         return (self.dtype, self.value)
 
-    def script(self) -> str:
+    def _script(self) -> str:
         if self.value is None:
             return f'R.Prim("{self.dtype}")'
         return f"R.Prim(value={_prim_text(self.value)})"
@@ -229,7 +229,7 @@ class ShapeStructInfo(StructInfo):
     def _key(self) -> tuple[Any, ...]:
         return (self.values, self.ndim)
 
-    def script(self) -> str:
+    def _script(self) -> str:
         if self.values is not None:
             return f"R.Shape([{', '.join(_prim_text(v) for v in self.values)}])"
         return f"R.Shape(ndim={self.ndim})"
@@ -341,7 +341,7 @@ class TensorStructInfo(StructInfo):
         shape_key: Any = ("values", values) if values is not None else self.shape
         return (shape_key, self.dtype, self.ndim, self.vdevice)
 
-    def script(self) -> str:
+    def _script(self) -> str:
         parts = []
         values = self.shape_values
         if values is not None:
@@ -387,8 +387,8 @@ class TupleStructInfo(StructInfo):
     def _key(self) -> tuple[Any, ...]:
         return self.fields
 
-    def script(self) -> str:
-        return f"R.Tuple({', '.join(field.script() for field in self.fields)})"
+    def _script(self) -> str:
+        return f"R.Tuple({', '.join(field._script() for field in self.fields)})"
 
 
 class FuncStructInfo(StructInfo):
@@ -445,10 +445,10 @@ class FuncStructInfo(StructInfo):
     def _key(self) -> tuple[Any, ...]:
         return (self.params, self.ret, self.purity)
 
-    def script(self) -> str:
+    def _script(self) -> str:
         if self.params is None:
-            return f"R.Callable(ret={self.ret.script()}, purity={self.purity})"
-        params = ", ".join(param.script() for param in self.params)
+            return f"R.Callable(ret={self.ret._script()}, purity={self.purity})"
+        params = ", ".join(param._script() for param in self.params)
         if len(self.params) == 1:
             params += ","
-        return f"R.Callable(({params}), {self.ret.script()}, {self.purity})"
+        return f"R.Callable(({params}), {self.ret._script()}, {self.purity})"

@@ -109,14 +109,19 @@ class PrimFunc:
         """A copy with a new body."""
         return PrimFunc(self.params, body, self.buffer_map, self.attrs)
 
-    def script(self) -> str:
-        """``@T.prim_func`` TVMScript text (``relaxvm.script.from_source`` reads it back)."""
+    def script(self, **options: Any) -> str:
+        """``@T.prim_func`` TVMScript text (``relaxvm.script.from_source`` reads it back).
+
+        ``options`` are TVM's printer options (see :mod:`relaxvm.ir.relax.text_options`)."""
+        from ..relax.text_options import apply_layout, script_options
         from .script import prim_func_to_str  # the printer imports this module
 
-        return prim_func_to_str(self)
+        return apply_layout(prim_func_to_str(self), script_options("PrimFunc", **options))
 
     def __str__(self) -> str:
-        return self.script()
+        from .script import prim_func_to_str
+
+        return prim_func_to_str(self)
 
     def __repr__(self) -> str:
         return f"PrimFunc({self.name}, params=[{', '.join(p.name for p in self.params)}])"

@@ -80,9 +80,12 @@ class Stmt:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(\n{self}\n)"
 
-    def script(self) -> str:
-        """The TVMScript-style text of this statement."""
-        return str(self)
+    def script(self, **options: Any) -> str:
+        """The TVMScript-style text of this statement; ``options`` are TVM's printer options
+        (see :mod:`relaxvm.ir.relax.text_options`)."""
+        from ..relax.text_options import apply_layout, script_options
+
+        return apply_layout(str(self), script_options(type(self).__name__, **options))
 
 
 def _expr(where: str, value: ExprLike) -> PrimExpr:
