@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-NAMES = "tril triu flip tile repeat stack meshgrid collapse_sum_like collapse_sum_to eye eye_like"
+NAMES = "tril triu flip tile repeat stack meshgrid collapse_sum_like collapse_sum_to eye eye_like layout_transform"

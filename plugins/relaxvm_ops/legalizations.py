@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     elementwise,
     image,
     indexing,
+    layout,
     linalg,
     manipulate,
     manipulate_extra,

@@ -27,6 +27,9 @@ CALLS: dict[str, Callable[[], Any]] = {
     "relax.tril": lambda: op.tril(_mat(), 1),
     "relax.triu": lambda: op.triu(_mat(), -1),
     "relax.flip": lambda: op.flip(_mat(), axis=-1),
+    "relax.layout_transform": lambda: op.layout_transform(
+        _mat(), lambda i, j: (j // 2, i, j % 2), pad_value=1.5
+    ),
     "relax.tile": lambda: op.tile(_mat(), [2, 1, 3]),
     "relax.repeat": lambda: op.repeat(_mat(), 2, axis=1),
     "relax.stack": lambda: op.stack([_mat(), _mat()], axis=1),

@@ -19,6 +19,7 @@ from relaxvm.ir import Var as SymVar
 from relaxvm.ir import relax as rx
 from relaxvm.ir.relax import op
 from relaxvm.ir.relax.text import RelaxPrinter
+from relaxvm.ir.tir import IndexMap
 from relaxvm.runtime import cpu
 
 from . import (
@@ -142,6 +143,7 @@ def _namespace() -> dict[str, Any]:
         int64=lambda v: IntImm("int64", v),
         int32=lambda v: IntImm("int32", v),
         float32=lambda v: FloatImm("float32", v),
+        index_map=IndexMap.from_func,
     )
     names = {v.name_hint: v for v in (X, IMG, WGT, IDX, VEC, MASK, CLO)}
     names["p"] = None  # batch_norm's four parameters share one variable

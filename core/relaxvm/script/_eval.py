@@ -299,6 +299,36 @@ class Evaluator:
             )
         raise self.unsupported(node, f"{self.language} expressions")
 
+    def eval_lambda(self, node: ast.Lambda) -> Callable[..., Any]:
+        """A ``lambda`` (``T.index_map(lambda i, j: (j, i))``): a function that evaluates the
+        body with its parameters bound; only plain positional parameters are allowed."""
+        arguments = node.args
+        if (
+            arguments.vararg
+            or arguments.kwarg
+            or arguments.kwonlyargs
+            or arguments.defaults
+            or arguments.posonlyargs
+        ):
+            raise self.error(node, "a `lambda` in a script takes plain positional parameters only")
+        names = [a.arg for a in arguments.args]
+
+        def function(*values: Any) -> Any:
+            if len(values) != len(names):
+                raise self.error(
+                    node, f"the `lambda` takes {len(names)} arguments, got {len(values)}"
+                )
+            with self.scope():
+                for name, value in zip(names, values, strict=True):
+                    self.define(name, value)
+                return self.eval(node.body)
+
+        # IndexMap.from_func reads the parameter names from the signature.
+        function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
+        return function
+
     def eval_items(self, nodes: list[ast.expr]) -> list[Any]:
         items: list[Any] = []
         for item in nodes:
@@ -324,11 +354,19 @@ class Evaluator:
 
     def eval_call(self, node: ast.Call) -> Any:
         func = self.eval(node.func)
-        args = self.eval_items(node.args)
+        # A `lambda` is allowed only as a call argument (``T.index_map(lambda i: ...)``).
+        args: list[Any] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Lambda):
+                args.append(self.eval_lambda(arg))
+            else:
+                args.extend(self.eval_items([arg]))
         kwargs: dict[str, Any] = {}
         for keyword in node.keywords:
             if keyword.arg is None:
                 kwargs.update(self.eval(keyword.value))
+            elif isinstance(keyword.value, ast.Lambda):
+                kwargs[keyword.arg] = self.eval_lambda(keyword.value)
             else:
                 kwargs[keyword.arg] = self.eval(keyword.value)
         return self.apply(node, func, args, kwargs)

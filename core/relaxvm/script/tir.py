@@ -23,6 +23,7 @@ from ..ir.expr import PrimExpr
 from ..ir.expr import SizeVar as _SizeVar
 from ..ir.expr import Var as _Var
 from ..ir.tir import intrin as _intrin
+from ..ir.tir.index_map import IndexMap
 from ..ir.tir.stmt import ForKind
 from ..runtime.dtype import DataType
 from ._eval import symbolic_dim
@@ -216,6 +217,14 @@ floordiv = _op.floordiv
 floormod = _op.floormod
 truncdiv = _op.truncdiv
 truncmod = _op.truncmod
+
+
+def index_map(
+    mapping: Any, *, inverse_index_map: Any = None, index_dtype: str = "int64"
+) -> IndexMap:
+    """``T.index_map(lambda i, j: (i // 4, j, i % 4))``: an :class:`~relaxvm.ir.tir.IndexMap`
+    (the argument of ``R.layout_transform``)."""
+    return IndexMap.from_func(mapping, index_dtype=index_dtype)
 
 
 def evaluate(value: Any) -> Any:

@@ -34,6 +34,7 @@ from .analysis import undefined_vars
 from .block import Block, BlockRealize, BufferRegion, IterVar, IterVarType
 from .buffer import Buffer, BufferLoad, decl_buffer
 from .function import PrimFunc
+from .index_map import IndexMap
 from .interpreter import run_prim_func
 from .intrin import (
     INTRINSICS,
@@ -107,6 +108,7 @@ __all__ = [
     "For",
     "ForKind",
     "IfThenElse",
+    "IndexMap",
     "IntImm",
     "IterVar",
     "IterVarType",

@@ -57,6 +57,14 @@ def _dtype_of(var: Any) -> str:
     return str(var.struct_info.dtype)
 
 
+def _blocked_rows(x: np.ndarray, pad_value: float) -> np.ndarray:
+    """numpy reference of ``layout_transform(x, lambda i, j: (i // 2, j, i % 2))``."""
+    rows = -(-x.shape[0] // 2) * 2
+    padded = np.full((rows, x.shape[1]), pad_value, x.dtype)
+    padded[: x.shape[0]] = x
+    return padded.reshape(rows // 2, 2, x.shape[1]).transpose(0, 2, 1)
+
+
 def templates() -> list[OpTemplate]:
     """The templates of this family."""
     row = one_input(lambda n: (n, 4))
@@ -69,6 +77,13 @@ def templates() -> list[OpTemplate]:
                    lambda d, x: op.tril(x), cube, np.tril),
         OpTemplate("relax.triu", "", "shape_extra", FLOAT_INT, row_param,
                    lambda d, x: op.triu(x, -1), row, lambda x: np.triu(x, -1)),
+        OpTemplate("relax.layout_transform", "", "shape_extra", FLOAT_INT, row_param,
+                   lambda d, x: op.layout_transform(x, lambda i, j: (i // 2, j, i % 2),
+                                                    pad_value=7),
+                   row, lambda x: _blocked_rows(x, 7)),
+        OpTemplate("relax.layout_transform", "transpose", "shape_extra", FLOAT_INT, row_param,
+                   lambda d, x: op.layout_transform(x, lambda i, j: (j, i)), row,
+                   lambda x: np.ascontiguousarray(x.T)),
         OpTemplate("relax.flip", "", "shape_extra", FLOAT_INT, row_param,
                    lambda d, x: op.flip(x, 0), row, lambda x: np.flip(x, 0)),
         OpTemplate("relax.flip", "last", "shape_extra", FLOAT_INT, cube_param,

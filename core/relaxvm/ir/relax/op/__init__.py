@@ -17,6 +17,8 @@ from .elementwise import *  # noqa: F403
 from .elementwise import __all__ as _elementwise_all
 from .index import *  # noqa: F403
 from .index import __all__ as _index_all
+from .layout import *  # noqa: F403
+from .layout import __all__ as _layout_all
 from .linalg import *  # noqa: F403
 from .linalg import __all__ as _linalg_all
 from .manipulate import *  # noqa: F403
@@ -63,6 +65,7 @@ __all__ = [
     *_qdq_all,
     *_elementwise_all,
     *_index_all,
+    *_layout_all,
     *_sort_all,
     *_linalg_all,
     *_manipulate_all,
