@@ -88,6 +88,7 @@ __all__ = [
 ]
 
 _INT64 = DataType("int64")
+_FLOAT32 = DataType("float32")
 _FLOAT_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
 
 
@@ -364,6 +365,18 @@ class ExprCodegen(MemoryCodegen):
             return b.icmp_unsigned("!=", value, zero)
         if src.code == DataTypeCode.BOOL:
             return b.uitofp(value, target) if is_float(dst) else b.zext(value, target)
+        # LLVM lowers conversions between half and double or integers to compiler-rt calls
+        # (__truncdfhf2, __floatdihf...) that the JIT does not link: a call to an unresolved
+        # symbol would crash the process. Go through float32 instead (exactly, or by
+        # round-to-odd, which keeps the final rounding to half correct).
+        if is_float(dst) and dst.bits == 16 and (is_int(src) or src.bits == 64):
+            if is_int(src):
+                wide = _vector_like(ir.DoubleType(), value)
+                value = b.sitofp(value, wide) if is_signed(src) else b.uitofp(value, wide)
+            return b.fptrunc(self._double_to_float_round_to_odd(value), target)
+        if is_float(src) and src.bits == 16 and (is_int(dst) or dst.bits == 64):
+            value = b.fpext(value, _vector_like(ir.FloatType(), value))
+            return self.cast_value(value, _FLOAT32, dst)
         if is_int(src) and is_int(dst):
             if dst.bits > src.bits:
                 return b.sext(value, target) if is_signed(src) else b.zext(value, target)
@@ -377,6 +390,23 @@ class ExprCodegen(MemoryCodegen):
         if dst.bits > src.bits:
             return b.fpext(value, target)
         return b.fptrunc(value, target)
+
+    def _double_to_float_round_to_odd(self, value: ir.Value) -> ir.Value:
+        """``value`` (double) rounded to float32 toward zero, with the last bit set when the
+        result is inexact: rounding that to half then equals rounding the double directly."""
+        b = self.builder
+        nearest = b.fptrunc(value, _vector_like(ir.FloatType(), value))
+        back = b.fpext(nearest, value.type)
+        bits = b.bitcast(nearest, _vector_like(ir.IntType(32), value))
+        rounded_up = b.fcmp_ordered(
+            ">", self.intrinsic("fabs", [back]), self.intrinsic("fabs", [value])
+        )
+        count = bits.type.count if isinstance(bits.type, ir.VectorType) else 0
+        one = ir.Constant(bits.type, [1] * count if count else 1)
+        toward_zero = b.select(rounded_up, b.sub(bits, one), bits)
+        inexact = b.fcmp_ordered("!=", back, value)
+        odd = b.select(inexact, b.or_(toward_zero, one), toward_zero)
+        return b.bitcast(odd, nearest.type)
 
     def to_index(self, expr: PrimExpr) -> Lane:
         """``expr`` as an int64 lane (indices are computed in 64 bits)."""
@@ -481,3 +511,10 @@ def _const_int_like(value: ir.Value, number: int) -> Any:
     if isinstance(ty, ir.VectorType):
         return ir.Constant(ty, [number] * ty.count)
     return ir.Constant(ty, number)
+
+
+def _vector_like(element: ir.Type, value: ir.Value) -> ir.Type:
+    """``element``, or a vector of it as wide as ``value``'s vector type."""
+    if isinstance(value.type, ir.VectorType):
+        return ir.VectorType(element, value.type.count)
+    return element

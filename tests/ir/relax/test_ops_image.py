@@ -52,9 +52,10 @@ def test_resize2d_shapes_attrs_and_dtype() -> None:
     ("kwargs", "message"),
     [
         ({"layout": "NHWC"}, r"only the NCHW layout is supported, got 'NHWC'"),
-        ({"method": "cubic"}, r"method must be one of 'nearest_neighbor', 'linear', got 'cubic'"),
-        ({"coordinate_transformation_mode": "tf_crop_and_resize"},
-         r"coordinate_transformation_mode must be one of 'half_pixel', .*got 'tf_crop_and_resize'"),
+        ({"method": "area"},
+         r"method must be one of 'nearest_neighbor', 'linear', 'cubic', got 'area'"),
+        ({"coordinate_transformation_mode": "tf_half_pixel"},
+         r"coordinate_transformation_mode must be one of 'half_pixel', .*got 'tf_half_pixel'"),
         ({"rounding_method": "up"}, r"rounding_method must be one of '', 'round'.*got 'up'"),
         ({"roi": (0.0, 1.0)}, r"roi must have 4 entries, got \[0\.0, 1\.0\]"),
     ],
@@ -71,6 +72,9 @@ def test_resize2d_inference_errors() -> None:
         infer(op.image.resize2d(tvar((3, 8, 8)), (4, 4)))
     with pytest.raises(OpError, match=r"relax\.image\.resize2d: size must have 2 entries"):
         infer(op.image.resize2d(tvar((1, 3, 8, 8)), rx.ShapeExpr([4, 4, 4])))
+    with pytest.raises(OpError, match=r"relax\.image\.resize2d: method 'cubic' needs data with "
+                       r"a float dtype, got int32"):  # fmt: skip
+        infer(op.image.resize2d(tvar((1, 3, 8, 8), "int32"), (4, 4), method="cubic"))
     with pytest.raises(OpError, match=r"relax\.image\.resize2d: method 'linear' needs data with "
                        r"a float dtype, got int32"):  # fmt: skip
         infer(op.image.resize2d(tvar((1, 3, 8, 8), "int32"), (4, 4)))

@@ -1,8 +1,10 @@
 """Image ops (``relax.image.*``): ``resize2d`` with TVM v0.23's signature and attributes.
 
-Supported: the NCHW layout; the methods ``"nearest_neighbor"`` and ``"linear"``; the
-coordinate transformation modes ``"half_pixel"``, ``"align_corners"``, ``"asymmetric"`` and
-``"pytorch_half_pixel"``. ``"cubic"`` and the ``tf_*`` modes are refused by name.
+Supported: the NCHW layout; the methods ``"nearest_neighbor"``, ``"linear"`` and ``"cubic"``
+(Keys' cubic convolution with ``cubic_alpha``, optionally excluding outside pixels); every
+coordinate transformation mode of TVM and ONNX: ``"half_pixel"``, ``"align_corners"``,
+``"asymmetric"``, ``"pytorch_half_pixel"``, ``"tf_half_pixel_for_nn"`` and
+``"tf_crop_and_resize"`` (``roi`` and ``extrapolation_value``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ from .registry import InferContext, OpError, register_op
 
 __all__ = ["resize2d"]
 
-METHODS = ("nearest_neighbor", "linear")
-COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
+METHODS = ("nearest_neighbor", "linear", "cubic")
+COORDINATE_MODES = (
+    "half_pixel",
+    "align_corners",
+    "asymmetric",
+    "pytorch_half_pixel",
+    "tf_half_pixel_for_nn",
+    "tf_crop_and_resize",
+)
 ROUNDING_METHODS = ("", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
 
 
@@ -41,13 +50,14 @@ def _infer_resize2d(call: Call, ctx: InferContext) -> StructInfo:
     size_ndim = shape_arg_ndim(ctx, call, 1)
     if size_ndim not in (-1, 2):
         raise ctx.error(f"size must have 2 entries (height, width), got {size_ndim}")
+    method = ctx.attr(call, "method", "linear")
     if (
-        ctx.attr(call, "method", "linear") == "linear"
+        method in ("linear", "cubic")
         and data.dtype is not None
         and data.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT)
     ):
         # TVM blends integer pixels in float and casts back; here only float data blends.
-        raise ctx.error(f"method 'linear' needs data with a float dtype, got {data.dtype}")
+        raise ctx.error(f"method '{method}' needs data with a float dtype, got {data.dtype}")
     out_dtype = ctx.attr(call, "out_dtype")
     dtype = out_dtype if out_dtype else data.dtype
     size = shape_arg_values(ctx, call, 1)
@@ -64,7 +74,7 @@ register_op(
     attrs={
         "roi": "(start_h, start_w, end_h, end_w), for tf_crop_and_resize only",
         "layout": "NCHW",
-        "method": "nearest_neighbor or linear",
+        "method": "nearest_neighbor, linear or cubic",
         "coordinate_transformation_mode": "how output coordinates map to input ones",
         "rounding_method": "nearest_neighbor's rounding",
         "cubic_alpha": "cubic's spline parameter",
@@ -105,22 +115,31 @@ def resize2d(
     size : RelaxExpr, int or sequence of 1 or 2 ints/PrimExprs
         The output ``(height, width)``; one value is used for both; a ShapeExpr as is.
     roi : float or sequence of 4 floats, optional
-        Only used by ``tf_crop_and_resize`` (not supported); recorded as given.
+        ``(start_h, start_w, end_h, end_w)`` as fractions of the image, for
+        ``tf_crop_and_resize`` only.
     layout : str
         Only ``"NCHW"``.
-    method : {"nearest_neighbor", "linear"}
-        ``"cubic"`` is not supported.
+    method : {"nearest_neighbor", "linear", "cubic"}
+        ``"cubic"`` weighs the 4 x 4 neighbours with Keys' cubic kernel of parameter
+        ``cubic_alpha`` (indices clamped into the image).
     coordinate_transformation_mode : str
         ``"half_pixel"``: ``in = (out + 0.5) * scale - 0.5``; ``"pytorch_half_pixel"``: the
         same, but 0 for an output extent of 1; ``"align_corners"``: ``in = out * (in_size -
         1) / (out_size - 1)``; ``"asymmetric"``: ``in = out * scale`` (``scale = in_size /
-        out_size``).
+        out_size``); ``"tf_half_pixel_for_nn"``: ``in = (out + 0.5) * scale``;
+        ``"tf_crop_and_resize"``: the output spans ``roi`` of the input
+        (``in = start * (in_size - 1) + out * (end - start) * (in_size - 1) / (out_size - 1)``),
+        and positions outside the image take ``extrapolation_value``.
     rounding_method : str
         nearest_neighbor's rounding of ``in``: ``"round"`` (half to even), ``"floor"``,
         ``"ceil"``, ``"round_prefer_floor"``, ``"round_prefer_ceil"``, or ``""`` (meaning
         round_prefer_floor). Indices are then clamped into the image.
-    cubic_alpha, cubic_exclude, extrapolation_value : number
-        Recorded for TVM compatibility; unused by the supported methods and modes.
+    cubic_alpha : float
+        Keys' ``a`` (-0.75 as TVM and ONNX; PyTorch uses -0.75, TensorFlow -0.5).
+    cubic_exclude : int
+        When 1, neighbours outside the image get weight 0 and the rest are renormalised.
+    extrapolation_value : float
+        The value outside the image for ``tf_crop_and_resize``.
     out_dtype : str, optional
         The result dtype; the data's by default.
 
