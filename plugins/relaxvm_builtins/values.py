@@ -118,6 +118,36 @@ def reshape(data: Tensor, new_shape: Shape) -> Tensor:
     return Tensor(data.storage, data.byte_offset, new_shape, data.dtype)
 
 
+@builtin("vm.builtin.check_broadcast")
+def check_broadcast(data: Tensor, result_shape: Shape, op: str) -> Tensor:
+    """``data`` itself, after checking that it broadcasts to ``result_shape`` (numpy rules:
+    trailing axes line up, each extent is 1 or the result's).
+
+    The op legalizations call it in front of a kernel whose operand extents the compiler could
+    not prove compatible (two different symbolic dims): the kernel reads the operand assuming
+    they are, so a mismatch must stop here rather than read outside the operand.
+
+    Raises
+    ------
+    VMValueError
+        Naming ``op``, both shapes and the first axis that does not broadcast.
+    """
+    if type(data) is not Tensor and not isinstance(data, Tensor):
+        raise VMTypeError(f"vm.builtin.check_broadcast: expect a Tensor but get {type_name(data)}")
+    shape, result = list(data.shape), list(result_shape)
+    offset = len(result) - len(shape)
+    for axis, extent in enumerate(shape):
+        wanted = result[offset + axis] if offset + axis >= 0 else None
+        if extent != 1 and extent != wanted:
+            raise VMValueError(
+                f"{op}: an operand of shape {shape} does not broadcast to the result's shape "
+                f"{result}: its dimension {axis} is {extent}, expected "
+                f"{'1' if wanted in (1, None) else f'1 or {wanted}'} (the compiler could not "
+                "prove the symbolic extents compatible)"
+            )
+    return data
+
+
 _SHAPE_INT_BITS = (16, 32, 64)
 
 

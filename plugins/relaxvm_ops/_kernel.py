@@ -331,6 +331,10 @@ def flat_index(idx: Sequence[PrimExpr], shape: Sequence[PrimExpr]) -> PrimExpr:
 def unravel_index(flat: PrimExpr, shape: Sequence[PrimExpr]) -> list[PrimExpr]:
     """The row-major index of offset ``flat`` in ``shape``."""
     out: list[PrimExpr] = []
+    if any(isinstance(extent, IntImm) and extent.value == 0 for extent in shape):
+        # An empty shape: no offset exists, and dividing by the zero extent would fail; the
+        # kernel's loops run no iteration, so the index is never used.
+        return [IntImm("int64", 0) for _ in shape]
     for extent in reversed(shape):
         out.append(sop.floormod(flat, extent))
         flat = sop.floordiv(flat, extent)

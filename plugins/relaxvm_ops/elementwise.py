@@ -42,7 +42,7 @@ from ._kernel import (
     tensor_arg,
 )
 
-__all__ = ["broadcast_load", "cast_to"]
+__all__ = ["broadcast_load", "cast_to", "checked_broadcast"]
 
 Operand = Any  # a te.Tensor or a scalar PrimExpr (from a PrimValue operand)
 
@@ -79,6 +79,37 @@ def broadcast_load(operand: Operand, out_shape: Sequence[PrimExpr], idx: Sequenc
     return operand[tuple(indices)]
 
 
+def checked_broadcast(
+    bb: BlockBuilder, arg: RelaxExpr, out_shape: Sequence[PrimExpr], op: str
+) -> RelaxExpr:
+    """``arg``, or ``vm.builtin.check_broadcast(arg, out_shape)`` when one of its extents is
+    neither 1 nor (structurally) the result's own, say ``b`` against ``a``, or ``3`` against a
+    ``broadcast_to`` target ``n``: inference then assumed the two agree (or that the operand's
+    is 1 at run time), which :func:`broadcast_load` relies on, so it is checked at run time."""
+    from relaxvm.ir.relax import ShapeExpr, StringImm
+    from relaxvm.ir.relax.op import call_pure_packed
+
+    values = getattr(arg.struct_info, "shape_values", None)
+    if values is None or _is_prim(arg):
+        return arg
+    offset = len(out_shape) - len(values)
+    unproven = [
+        dim
+        for axis, dim in enumerate(values)
+        if not is_one(dim) and not structural_equal(dim, out_shape[offset + axis])
+    ]
+    if not unproven:
+        return arg
+    check = call_pure_packed(
+        "vm.builtin.check_broadcast",
+        arg,
+        ShapeExpr(list(out_shape)),
+        StringImm(op),
+        sinfo_args=arg.struct_info,
+    )
+    return bb.emit(check)
+
+
 def _elementwise(
     bb: BlockBuilder,
     call: Call,
@@ -91,6 +122,7 @@ def _elementwise(
         if not _is_prim(call.args[index]):
             tensor_arg(call, index, f"{index}")
     shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
+    args = [checked_broadcast(bb, arg, shape, op_name(call)) for arg in args]
 
     def kernel(*operands: Operand) -> te.Tensor:
         def body(*idx: Any) -> PrimExpr:

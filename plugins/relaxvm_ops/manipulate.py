@@ -13,6 +13,7 @@ from typing import Any
 
 from relaxvm.ir import IntImm, PrimExpr
 from relaxvm.ir import op as sop
+from relaxvm.ir.arith import Analyzer
 from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import (
@@ -29,12 +30,13 @@ from ._kernel import (
     legalizes,
     op_name,
     out_tensor_sinfo,
+    product,
     shape_of,
     tensor_arg,
     tuple_fields,
     unravel_index,
 )
-from .elementwise import broadcast_load
+from .elementwise import broadcast_load, checked_broadcast
 from .reduction import normalize_axes
 
 __all__ = ["RESHAPE_LIKE_ATTR"]
@@ -71,6 +73,10 @@ def legalize_reshape(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """
     known = [getattr(s, "shape_values", None) for s in (call.args[0].struct_info, call.struct_info)]
     if any(values is None for values in known):
+        return call
+    # Element counts the compiler cannot prove equal (symbolic target dims) are left to the
+    # builtin, which checks them: a copy kernel would read past the input.
+    if not Analyzer().can_prove_equal(product(known[0]), product(known[1])):
         return call
     return _reshape_kernel(bb, call, "reshape")
 
@@ -121,6 +127,7 @@ def legalize_broadcast_to(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """numpy broadcasting of ``x`` to the target shape."""
     tensor_arg(call, 0, "x")
     out_shape = shape_of(out_tensor_sinfo(call))
+    data = checked_broadcast(bb, call.args[0], out_shape, op_name(call))
 
     def kernel(x: te.Tensor) -> te.Tensor:
         return te.compute(
@@ -128,7 +135,7 @@ def legalize_broadcast_to(bb: BlockBuilder, call: Call) -> RelaxExpr:
         )
 
     return call_te(
-        bb, kernel, call.args[0], primfunc_name_hint="broadcast_to",
+        bb, kernel, data, primfunc_name_hint="broadcast_to",
         op_pattern=OpPattern.BROADCAST, op=op_name(call),
     )  # fmt: skip
 

@@ -30,6 +30,7 @@ EXPECTED = {
     # values.py
     "vm.builtin.copy",
     "vm.builtin.reshape",
+    "vm.builtin.check_broadcast",
     "vm.builtin.make_tuple",
     "vm.builtin.tuple_getitem",
     "vm.builtin.shape_of",

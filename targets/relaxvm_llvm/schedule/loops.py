@@ -115,6 +115,11 @@ def fused_grid(
         return For(var, 0, extent, kind, body), var
     dtype = str(grid[0][0].dtype)
     fused = Var(name, dtype)
+    if any(static_extent(extent) == 0 for _, extent in grid):
+        # An empty tensor: the loop runs no iteration, and recovering the variables would
+        # divide by the zero extent, so they become 0 in a body that never executes.
+        empty = {var: IntImm(str(var.dtype), 0) for var, _ in grid}
+        return For(fused, 0, IntImm(dtype, 0), kind, substitute(body, empty)), fused
     mapping: dict[Var, PrimExpr] = {}
     inner: PrimExpr = IntImm(dtype, 1)
     for position, (var, extent) in reversed(list(enumerate(grid))):

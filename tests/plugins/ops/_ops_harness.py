@@ -85,6 +85,17 @@ def _eval(mod: IRModule, expr: Any, env: dict[Any, Any], syms: dict[SymVar, int]
     if isinstance(expr, Call) and isinstance(expr.op, ExternFunc):
         args = [_eval(mod, a, env, syms) for a in expr.args]
         return relaxvm.get_global_func(expr.op.global_symbol)(*args)
+    if (
+        isinstance(expr, Call)
+        and isinstance(expr.op, Op)
+        and expr.op.name == "relax.call_pure_packed"
+    ):
+        # The run-time checks legalizations put in front of kernels (check_broadcast...).
+        callee, *rest = expr.args
+        args = [_eval(mod, a, env, syms) for a in rest]
+        wrapped = [relaxvm.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+        result = relaxvm.get_global_func(callee.global_symbol)(*wrapped)
+        return result.numpy() if isinstance(result, relaxvm.Tensor) else result
     if isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == "relax.call_tir":
         func = mod[expr.args[0].name_hint]
         assert isinstance(func, PrimFunc)
