@@ -74,7 +74,9 @@ SPECIAL: dict[str, Any] = {
     "relax.mean": lambda: op.mean(X, axis=-1),
     "relax.min": lambda: op.min(X),
     "relax.nn.adaptive_avg_pool2d": lambda: op.nn.adaptive_avg_pool2d(IMG, output_size=[2, 2]),
-    "relax.nn.avg_pool2d": lambda: op.nn.avg_pool2d(IMG, 2, 2, padding=[1, 0], ceil_mode=True),
+    "relax.nn.avg_pool2d": lambda: op.nn.avg_pool2d(
+        IMG, 2, 2, padding=[1, 0], ceil_mode=True, count_include_pad=True
+    ),
     "relax.nn.batch_norm": lambda: op.nn.batch_norm(
         IMG, *([rx.Var("p", rx.TensorStructInfo([3], F32))] * 4), epsilon=1e-3
     ),

@@ -122,6 +122,23 @@ def _pool_ref(x: np.ndarray, kind: str) -> np.ndarray:
     return windows.astype("float64").mean(axis=(3, 5))
 
 
+def _padded_avg_ref(x: np.ndarray, include_pad: bool) -> np.ndarray:
+    """avg_pool2d, 2 x 2 windows, stride 2, one row/column of padding on every side."""
+    n, c, h, w = x.shape
+    # Integer windows sum in the data's own type, wrapping as the kernels do.
+    padded = np.zeros((n, c, h + 2, w + 2), x.dtype if x.dtype.kind == "i" else "float64")
+    padded[:, :, 1:-1, 1:-1] = x
+    inside = np.zeros((h + 2, w + 2))
+    inside[1:-1, 1:-1] = 1
+    sums = padded.reshape(n, c, h // 2 + 1, 2, w // 2 + 1, 2).sum(axis=(3, 5), dtype=padded.dtype)
+    counts = inside.reshape(h // 2 + 1, 2, w // 2 + 1, 2).sum(axis=(1, 3))
+    divisor = np.full_like(counts, 4) if include_pad else counts
+    if x.dtype.kind == "i":
+        # Integer average pooling floors the window sum divided by the count.
+        return np.floor_divide(sums.astype(x.dtype), divisor.astype(x.dtype))
+    return sums / divisor
+
+
 def _linalg_nn() -> list[OpTemplate]:
     def rows(*shapes: tuple[int, ...], kind: str = "") -> Callable[..., Arrays]:
         return lambda rng, n, dt: (
@@ -165,6 +182,14 @@ def _linalg_nn() -> list[OpTemplate]:
                    lambda d, dt: [("x", (d, 2, 4, 4), dt)],
                    lambda d, x: op.nn.avg_pool2d(x, pool_size=2, strides=2),
                    rows((2, 4, 4)), lambda x: _pool_ref(x, "avg")),
+        OpTemplate("relax.nn.avg_pool2d", "pad-include", "nn", FLOAT_INT,
+                   lambda d, dt: [("x", (d, 2, 4, 4), dt)],
+                   lambda d, x: op.nn.avg_pool2d(x, 2, 2, padding=1, count_include_pad=True),
+                   rows((2, 4, 4)), lambda x: _padded_avg_ref(x, True)),
+        OpTemplate("relax.nn.avg_pool2d", "pad-exclude", "nn", FLOAT_INT,
+                   lambda d, dt: [("x", (d, 2, 4, 4), dt)],
+                   lambda d, x: op.nn.avg_pool2d(x, 2, 2, padding=1),
+                   rows((2, 4, 4)), lambda x: _padded_avg_ref(x, False)),
         OpTemplate("relax.nn.adaptive_avg_pool2d", "", "nn", FLOAT_INT,
                    lambda d, dt: [("x", (d, 2, 4, 4), dt)],
                    lambda d, x: op.nn.adaptive_avg_pool2d(x, 2),

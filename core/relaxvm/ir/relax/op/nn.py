@@ -274,7 +274,12 @@ for _name in ("max_pool2d", "avg_pool2d"):
         f"relax.nn.{_name}",
         num_inputs=1,
         infer=_infer_pool2d,
-        attrs={**_SPATIAL_ATTRS, "pool_size": "(h, w)", "ceil_mode": "round the output up"},
+        attrs={
+            **_SPATIAL_ATTRS,
+            "pool_size": "(h, w)",
+            "ceil_mode": "round the output up",
+            "count_include_pad": "average over the padded window (avg_pool2d)",
+        },
         doc=f"2-d {_name[:3]} pooling, NCHW",
     )
 register_op(
@@ -400,15 +405,20 @@ def _pool(
     padding: Any,
     dilation: Any,
     ceil_mode: bool,
+    count_include_pad: bool,
     layout: str,
+    out_layout: str | None,
 ) -> Call:
     _check_layout(name, layout, "NCHW")
+    if out_layout is not None:
+        _check_layout(name, out_layout, "NCHW")
     attrs = {
         "pool_size": _pair(name, "pool_size", pool_size),
         "strides": _pair(name, "strides", strides),
         "padding": _padding4(name, padding),
         "dilation": _pair(name, "dilation", dilation),
         "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
     }
     return make_call(name, [data], attrs)
 
@@ -420,12 +430,16 @@ def max_pool2d(
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
+    count_include_pad: bool = False,
     layout: str = "NCHW",
+    out_layout: str | None = None,
 ) -> Call:
-    """2-d max pooling over NCHW ``data``."""
+    """2-d max pooling over NCHW ``data`` (``count_include_pad`` is recorded, as in TVM, and
+    has no effect on a maximum)."""
     return _pool(
-        "relax.nn.max_pool2d", data, pool_size, strides, padding, dilation, ceil_mode, layout
-    )
+        "relax.nn.max_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
+        count_include_pad, layout, out_layout,
+    )  # fmt: skip
 
 
 def avg_pool2d(
@@ -435,12 +449,16 @@ def avg_pool2d(
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
+    count_include_pad: bool = False,
     layout: str = "NCHW",
+    out_layout: str | None = None,
 ) -> Call:
-    """2-d average pooling over NCHW ``data``."""
+    """2-d average pooling over NCHW ``data``; with ``count_include_pad`` the divisor counts
+    the padding inside the window too (never the ``ceil_mode`` overhang)."""
     return _pool(
-        "relax.nn.avg_pool2d", data, pool_size, strides, padding, dilation, ceil_mode, layout
-    )
+        "relax.nn.avg_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
+        count_include_pad, layout, out_layout,
+    )  # fmt: skip
 
 
 def adaptive_avg_pool2d(
