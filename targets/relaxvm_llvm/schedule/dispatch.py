@@ -9,6 +9,7 @@ from relaxvm.errors import RelaxVMError
 from relaxvm.ir import Var
 from relaxvm.ir.tir import Allocate, Buffer, IfThenElse, PrimFunc, Stmt, seq
 
+from .channels import channel_tiles
 from .config import CpuConfig, cpu_config
 from .epilogue import Epilogue, find_epilogue
 from .guards import has_guard, materialize_padding, unguard
@@ -130,6 +131,24 @@ def _schedule(func: PrimFunc, config: CpuConfig, where: str) -> tuple[PrimFunc, 
                 stage = replace(stage, source=unguard(stage.source, col))
                 stages[position] = stage
             epilogue = find_epilogue(stages, position, scratch_set)
+            by_channel = channel_tiles(stage, epilogue, config)
+            if by_channel is not None:
+                # A convolution with a poor last axis: tiles over its output channels into a
+                # channel-major scratch, then the epilogue stores the output from it.
+                tiles = by_channel.stage
+                assert tiles.init is not None
+                direct = Epilogue(by_channel.scratch, tiles.init.indices, epilogue.acc,
+                                  epilogue.acc, [], [])  # fmt: skip
+                tiled = schedule_tiled_reduction(
+                    tiles, direct, by_channel.plan, config, dense=True, clamp_rows=True
+                )
+                new_stmts.append(tiled)
+                new_stmts.append(schedule_injective_stage(by_channel.copy, config))
+                scratch.append(by_channel.scratch)
+                used.extend(["tiled", "injective"])
+                skip.update(epilogue.inlined)
+                dropped.update(epilogue.dropped)
+                continue
             wants = _wants_tile(stage, epilogue, config)
             plan = plan_tile(stage, epilogue, config) if wants else None
             dense_plan = None if wants else _dense_plan(stage, epilogue, config)

@@ -22,10 +22,22 @@ from relaxvm.ir.arith import Analyzer
 from relaxvm.ir.expr_functor import free_vars, post_order_visit
 from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And, CmpExpr
 from relaxvm.ir.op import max_expr, min_expr
-from relaxvm.ir.tir import BufferStore, Call, For, ForKind, Stmt, if_then_else, seq, substitute
+from relaxvm.ir.tir import (
+    BufferLoad,
+    BufferStore,
+    Call,
+    For,
+    ForKind,
+    Stmt,
+    if_then_else,
+    seq,
+    substitute,
+)
 
 from .config import CpuConfig
+from .epilogue import rewrite_loads
 from .guards import has_guard, unguard
+from .indexing import simplify_index
 from .loops import estimate_ops, fused_grid, product, vector_loop
 from .stages import Stage, loads_of, static_extent, vector_access
 
@@ -141,11 +153,26 @@ def _partition(
     return [(zero, lo, other), (lo, simplify(hi - lo), inside), (hi, simplify(extent - hi), other)]
 
 
+def _simplified_loads(store: BufferStore, extents: dict[Var, PrimExpr]) -> BufferStore:
+    """``store`` with the flat-index divisions of its loads resolved (:mod:`.indexing`):
+    a fused reshape then reads plain, often contiguous, indices."""
+
+    def simplify(load: BufferLoad) -> PrimExpr | None:
+        indices = [simplify_index(index, extents) for index in load.indices]
+        if all(new is old for new, old in zip(indices, load.indices, strict=True)):
+            return None
+        return BufferLoad(load.buffer, tuple(indices))
+
+    value = rewrite_loads(store.value, simplify)
+    return store if value is store.value else BufferStore(store.buffer, value, store.indices)
+
+
 def schedule_injective_stage(stage: Stage, config: CpuConfig) -> Stmt:
     """The scheduled loop nest of one injective stage (see the module docstring)."""
     store = stage.store
     assert store is not None and stage.kind == "injective"
     extents = {loop.loop_var: loop.extent for loop in stage.loops}
+    store = _simplified_loads(store, extents)
     inner = store.indices[-1]
     assert isinstance(inner, Var)
     outer = [(loop.loop_var, loop.extent) for loop in stage.loops if loop.loop_var is not inner]

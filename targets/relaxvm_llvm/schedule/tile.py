@@ -80,6 +80,8 @@ class _TileBuilder:
         self.row_limit: PrimExpr | None = None
         # Each column block packs its own tiles of the operand (see _packs_per_block).
         self.pack_in_blocks = False
+        # A constant row remainder runs as a clamped last tile (see schedule_tiled_reduction).
+        self.clamp_rows = False
 
     def _fresh_reduce_loops(self) -> tuple[list[For], dict[Var, PrimExpr]]:
         # Every tile defines its own reduction loop variables (no variable is bound twice).
@@ -227,11 +229,20 @@ class _TileBuilder:
 
 
 def schedule_tiled_reduction(
-    stage: Stage, epilogue: Epilogue, plan: TilePlan, config: CpuConfig, dense: bool = False
+    stage: Stage,
+    epilogue: Epilogue,
+    plan: TilePlan,
+    config: CpuConfig,
+    dense: bool = False,
+    clamp_rows: bool = False,
 ) -> Stmt:
     """The scheduled statement for a reduction stage (and its inlined epilogue); ``dense``
-    packs the transposed operand of ``x @ W.T`` (see :func:`transposed_operand`)."""
+    packs the transposed operand of ``x @ W.T`` (see :func:`transposed_operand`).
+    With ``clamp_rows``, a constant row count that is not a multiple of the tile's rows ends
+    with a clamped last tile, as a symbolic count does, instead of a second, smaller tile:
+    half the code to compile, a few rows computed twice."""
     builder = _TileBuilder(stage, epilogue, plan)
+    builder.clamp_rows = clamp_rows
     builder.blocks = column_blocks(stage, plan, config)
     builder.pack = choose_packing(stage, plan, config, dense)
     if dense and builder.pack is None:
@@ -353,7 +364,7 @@ def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfi
     row_const = static_extent(row_extent)
     tile_var = Var(f"{row_var.name}_o", row_dtype)
     below_grid = [(lp.loop_var, lp.extent) for lp in below]
-    if row_const is not None:
+    if row_const is not None and (row_const % rows == 0 or not builder.clamp_rows):
         # Constant rows: the loops below the row axis join the parallel grid (for a
         # convolution, output-channel tiles times output rows), and an edge tile of the
         # remaining rows is one more grid iteration rather than a serial epilogue.
@@ -366,6 +377,8 @@ def _tiled(builder: _TileBuilder, stage: Stage, plan: TilePlan, config: CpuConfi
         return finish([*grid, (tile_var, count), *below_grid], columns)
     builder.row_limit = row_extent - 1
     tiles = floordiv(row_extent + (rows - 1), rows)
+    if row_const is not None:
+        tiles = IntImm(row_dtype, -(-row_const // rows))
     columns = builder.columns(tile_var * rows, rows, block_var)
     return finish([*grid, (tile_var, tiles), *below_grid], columns)
 
