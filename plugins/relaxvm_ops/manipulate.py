@@ -71,12 +71,14 @@ def legalize_reshape(bb: BlockBuilder, call: Call) -> RelaxExpr:
     shape variable, for instance) the call stays ``R.reshape``: the VM lowering turns it into
     ``vm.builtin.reshape``, a view that needs no kernel.
     """
-    known = [getattr(s, "shape_values", None) for s in (call.args[0].struct_info, call.struct_info)]
-    if any(values is None for values in known):
+    src, dst = (
+        getattr(s, "shape_values", None) for s in (call.args[0].struct_info, call.struct_info)
+    )
+    if src is None or dst is None:
         return call
     # Element counts the compiler cannot prove equal (symbolic target dims) are left to the
     # builtin, which checks them: a copy kernel would read past the input.
-    if not Analyzer().can_prove_equal(product(known[0]), product(known[1])):
+    if not Analyzer().can_prove_equal(product(src), product(dst)):
         return call
     return _reshape_kernel(bb, call, "reshape")
 
