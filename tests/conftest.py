@@ -22,6 +22,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_CONFIG_HOME"] = os.path.join(_CACHE_DIR, "config")
     os.environ.pop("RELAXVM_KEY", None)
     os.environ.setdefault("RELAXVM_PROGRESS", "0")
+    # The whole-module cache would serve a repeated compile whole, so tests of the kernel
+    # cache and tests that patch compiler internals would not see the compile they set up;
+    # tests/backend/test_module_cache.py turns it on where it is under test.
+    os.environ.setdefault("RELAXVM_MODULE_CACHE", "0")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relaxvm import security
+from relaxvm.backend.cache_store import CacheTrustWarning  # one warning class for every cache
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
 
@@ -101,12 +102,6 @@ _stats_lock = threading.Lock()
 #: Refused cache directory -> this process's private replacement.
 _private: dict[Path, Path] = {}
 _stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0, "refused": 0}
-
-
-class CacheTrustWarning(RuntimeWarning):
-    """The compile cache refused a directory or entry that someone else could have written
-    (a symlink, another owner, group or world write access), or could not authenticate
-    entries; the kernels are compiled without it. The message says what and how to fix it."""
 
 
 def stats() -> dict[str, int]:

@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from relaxvm.backend.cache_store import for_cache_entry
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc, lower_blocks
 from relaxvm.runtime.module import Module
@@ -249,7 +250,7 @@ def serialize(module: Module) -> bytes:
             f"{type(module).__name__}"
         )
     tir = module.tir_bytes()
-    if tir and module.compiled.signatures:
+    if tir and module.compiled.signatures and not for_cache_entry.get():
         # Remember this build under its TIR's digest: a later load of the export that does
         # not trust its object code (another user, another key) is then one cache hit.
         store = default_cache()
@@ -311,6 +312,10 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> LLVMModule:
                 f"llvm module: cannot load the object code: {err}"
             ) from None
         return module
+    if for_cache_entry.get():
+        # A whole-module cache entry whose kernels are not signed with the user's key (written
+        # under another key): the cache drops it and compiles again, no hardened rebuild.
+        raise ExecutableFormatError("llvm module: the cache entry's kernels are not signed")
     return _rebuild(loaded.compiled, loaded.tir)
 
 

@@ -14,7 +14,7 @@ The steps follow TVM's ``relax.build``:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError, RegistryError
 from ..ir.relax import Function, GlobalVar, IRModule
@@ -24,6 +24,9 @@ from ..target import Target
 from ..transform.pass_infra import Pass, PassContext
 from ..vm.executable.executable import EXEC_MODES, Executable
 from .vm_codegen import VMCodeGen, function_symbol
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["build", "compile"]
 
@@ -85,7 +88,9 @@ def build(
         ``with Target(...):`` block (:meth:`Target.current`), as in TVM; outside one, a module
         that needs kernels is built for ``llvm`` when that kind is installed, and a module
         without kernels needs no target. The build runs inside the target's scope, so passes
-        and target builders see it as :meth:`Target.current`.
+        and target builders see it as :meth:`Target.current`. With a target, a module compiled
+        before in the same way is loaded from the whole-module cache instead
+        (:mod:`relaxvm.backend.module_cache`; ``RELAXVM_MODULE_CACHE=0`` turns it off).
     params : mapping of str to array, optional
         Values bound to ``main``'s parameters of those names (``BindParams``) before the
         pipeline.
@@ -110,11 +115,43 @@ def build(
     if exec_mode not in EXEC_MODES:
         raise ValueError(f"Unknown exec_mode {exec_mode!r}; expected one of {EXEC_MODES}")
     mod = _check_input(mod)
+    digest = None
+    if target is not None or Target.current() is not None:
+        from . import module_cache
+
+        if module_cache.enabled():
+            digest = module_cache.start_ir_digest(mod)  # meanwhile, the target initializes
     resolved = _as_target(target) if target is not None else Target.current()
     if resolved is None:
         return _build(mod, None, params, relax_pipeline, exec_mode)
     with resolved:
-        return _build(mod, resolved, params, relax_pipeline, exec_mode)
+        return _cached_build(mod, resolved, params, relax_pipeline, exec_mode, digest)
+
+
+def _cached_build(
+    mod: IRModule,
+    resolved: Target,
+    params: Mapping[str, Any] | None,
+    relax_pipeline: str | Pass | None,
+    exec_mode: str,
+    digest: Future[str] | None,
+) -> Executable:
+    """:func:`_build` through the whole-module cache (:mod:`.module_cache`): a module compiled
+    before, the same way, is loaded instead of compiled. ``digest``: the module's digest,
+    started by the caller (None: the cache is off)."""
+    from . import module_cache
+
+    key = None
+    if digest is not None:
+        key = module_cache.module_key(mod, resolved, params, relax_pipeline, exec_mode, digest)
+    if key is not None:
+        found = module_cache.lookup(key, resolved)
+        if found is not None:
+            return found
+    executable = _build(mod, resolved, params, relax_pipeline, exec_mode)
+    if key is not None:
+        module_cache.store(key, executable, resolved)
+    return executable
 
 
 def _build(
