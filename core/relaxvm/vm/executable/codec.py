@@ -314,6 +314,9 @@ def _read_tensor(reader: _Reader, where: str) -> Tensor:
             f"{expected} bytes"
         )
     raw = reader.take(byte_size, f"the data of {where}")
-    array = np.frombuffer(raw, dtype=element_type).astype(element_type.newbyteorder("="))
+    array = np.frombuffer(raw, dtype=element_type)
+    if not array.dtype.isnative:  # files are little-endian; a big-endian host converts
+        array = array.astype(element_type.newbyteorder("="))
+    # tensor() copies into storage of its own, so the read-only view is copied exactly once.
     # tensor() infers the dtype from numpy, which spells uint1 as bool: view() restores it.
     return tensor(array.reshape(shape)).view(Shape(shape), dtype)
