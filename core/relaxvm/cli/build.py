@@ -1,9 +1,10 @@
 """The ``compile`` and ``bench`` subcommands of the ``relaxvm`` command line.
 
-``compile MODEL.py``
-    Run a model file (a Python file defining an ``@I.ir_module`` class, or any IRModule),
+``compile MODEL.py | MODEL.onnx``
+    Run a model file (a Python file defining an ``@I.ir_module`` class, or any IRModule) or
+    import an ONNX file (``--shape`` overrides its input shapes; :mod:`relaxvm.cli.onnx_load`),
     compile the module for a target and write the executable with ``export_library``.
-``bench MODEL.py | EXE.rvm``
+``bench MODEL.py | MODEL.onnx | EXE.rvm``
     Time a function on given inputs, or on random inputs made from its parameter annotations.
 
 They live apart from :mod:`relaxvm.cli.commands` because they need the compiler (and so the IR), which
@@ -32,9 +33,10 @@ from .inputs import (
     params_from_function,
     to_vm_value,
 )
+from .onnx_load import add_shape_argument, is_onnx_file, load_onnx
 from .random_inputs import describe, infer_dims, parse_dims, random_value, symbolic_names
 
-__all__ = ["add_commands", "load_model"]
+__all__ = ["add_commands", "load_any", "load_model"]
 
 
 def add_commands(commands: Any) -> None:
@@ -42,13 +44,14 @@ def add_commands(commands: Any) -> None:
     compile_cmd = commands.add_parser(
         "compile",
         aliases=["build"],
-        help="compile a model file (script format) into an executable file",
+        help="compile a model file (script format or ONNX) into an executable file",
         description="Run MODEL.py, take the IRModule it defines (an @I.ir_module class or any "
-        "IRModule at top level; --module picks one when there are several), compile it and "
-        "write the executable with export_library (kernels included). The model file is "
-        "Python and runs as such: compile only files you trust.",
+        "IRModule at top level; --module picks one when there are several), or import "
+        "MODEL.onnx (its symbolic dims stay symbolic; --shape overrides input shapes), compile "
+        "it and write the executable with export_library (kernels included). A .py model file "
+        "is Python and runs as such: compile only files you trust.",
     )
-    compile_cmd.add_argument("model", metavar="MODEL.py")
+    compile_cmd.add_argument("model", metavar="MODEL")
     compile_cmd.add_argument("-o", "--output", metavar="OUT.rvm", help="default: MODEL.rvm")
     _add_build_options(compile_cmd)
     compile_cmd.add_argument(
@@ -60,11 +63,12 @@ def add_commands(commands: Any) -> None:
     compile_cmd.add_argument(
         "--text", action="store_true", help="print the executable's bytecode (as_text)"
     )
+    add_shape_argument(compile_cmd)
     compile_cmd.set_defaults(handler=_cmd_compile)
 
     bench = commands.add_parser(
         "bench",
-        help="time a function of a model file or executable",
+        help="time a function of a model file (.py or .onnx) or executable",
         description="Time FUNC with time_evaluator. Inputs are given as for run (.npy files, "
         "--inputs, --params, --arg, in any order); for a model file, every parameter left "
         "without a value gets a random one made from its annotation (give symbolic sizes "
@@ -83,6 +87,7 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="after timing, run once with the profiler and print its per-op table",
     )
+    add_shape_argument(bench)
     bench.add_argument("--number", type=int, default=10, help="calls per measurement")
     bench.add_argument("--repeat", type=int, default=5, help="measurements")
     _add_build_options(bench)
@@ -137,6 +142,20 @@ def load_model(path: str, name: str | None = None) -> tuple[str, Any]:
     return next(iter(modules.items()))
 
 
+def load_any(path: str, options: argparse.Namespace) -> tuple[str, Any]:
+    """``(name, IRModule)`` of a Python model file or an ONNX file, by its suffix."""
+    shapes = getattr(options, "shape", [])
+    if is_onnx_file(path):
+        if options.module is not None:
+            raise CLIError(
+                "--module picks one IRModule of a Python model file; an ONNX file holds one model"
+            )
+        return load_onnx(path, shapes)
+    if shapes:
+        raise CLIError(f"--shape applies to ONNX models (.onnx files), not to {path}")
+    return load_model(path, options.module)
+
+
 def _compile(mod: Any, options: argparse.Namespace, instruments: Sequence[Any] = ()) -> Any:
     from .. import transform
     from ..backend.build import build
@@ -154,7 +173,7 @@ def _compile(mod: Any, options: argparse.Namespace, instruments: Sequence[Any] =
 def _cmd_compile(options: argparse.Namespace) -> int:
     from .. import transform
 
-    name, mod = load_model(options.model, options.module)
+    name, mod = load_any(options.model, options)
     out = sys.stdout
     if options.print_ir:
         print(mod.script(), file=out)
@@ -184,10 +203,10 @@ def _cmd_bench(options: argparse.Namespace) -> int:
         raise CLIError("--number and --repeat must be >= 1")
     out = sys.stdout
     name = options.func
-    model = options.file.endswith(".py")
+    model = options.file.endswith(".py") or is_onnx_file(options.file)
     dims: dict[str, int] = {}
     if model:
-        _, mod = load_model(options.file, options.module)
+        _, mod = load_any(options.file, options)
         if name not in mod:
             raise CLIError(f"{options.file} has no function {name!r}")
         specs = params_from_function(mod[name])
@@ -198,6 +217,8 @@ def _cmd_bench(options: argparse.Namespace) -> int:
         ex = _compile(mod, options)
         print(f"compiled for {options.target} in {time.perf_counter() - started:.2f} s", file=out)
     else:
+        if options.shape:
+            raise CLIError(f"--shape applies to ONNX models (.onnx files), not to {options.file}")
         ex = load_executable(options.file)
         if options.dim:
             raise CLIError(

@@ -71,8 +71,13 @@ def load_executable(path: str) -> Executable:
         raise CLIError(f"no such file: {path}")
     if os.path.isdir(path):
         raise CLIError(f"{path} is a directory, not an executable file")
+    output = os.path.splitext(path)[0] + ".rvm"
+    if path.endswith(".onnx"):
+        raise CLIError(
+            f"{path} is an ONNX model, not an executable: compile it first "
+            f"(relaxvm compile {path} -o {output})"
+        )
     if _is_source_file(path):
-        output = os.path.splitext(path)[0] + ".rvm"
         raise CLIError(
             f"{path} is a model source file, not an executable: compile it first "
             f"(relaxvm compile {path} -o {output})"

@@ -261,6 +261,10 @@ def _merge_pair(
     ]
     if readers != [consumer]:
         return None
+    # Another stage writing the buffer (the separate init store of a 0-d reduction) would be
+    # left writing a buffer that no longer exists.
+    if any(s is not producer and any(st.buffer is buffer for st in stores_in(s)) for s in stages):
+        return None
     cnest = _perfect_nest(consumer, len(loops))
     if cnest is None:
         return None

@@ -10,11 +10,17 @@ tell at import time, those elements: numbers for constants, symbolic expressions
 value as a numpy array (dtype ``object`` when an element is symbolic), and converters of shape
 arithmetic compute on those arrays instead of emitting kernels. A known value is still a real
 tensor in the graph when something consumes it as data (:meth:`Context.from_known`).
+
+Subgraphs
+---------
+Control-flow converters build private functions with a :class:`NestedBuilder` (from
+``ctx.importer.nested()``); :func:`move_functions` moves what it built into the enclosing
+builder, and :func:`free_names` lists the outer values a subgraph reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,16 +31,21 @@ from ...ir.arith import Analyzer
 from ...ir.relax import (
     BlockBuilder,
     Constant,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
     RelaxExpr,
     TensorStructInfo,
     const,
 )
 from ...ir.relax.expr import ShapeExpr
+from ...ir.relax.expr_functor import ExprMutator
 
 if TYPE_CHECKING:
     from ...ir.expr import PrimExpr
 
-__all__ = ["MISSING", "Context", "Node"]
+__all__ = ["MISSING", "Context", "NestedBuilder", "Node", "free_names", "move_functions"]
 
 
 class _Missing:
@@ -254,6 +265,7 @@ class Context:
         return [_as_dim(v) for v in value.tolist()]
 
     def _materialize(self, array: np.ndarray, dtype: str) -> RelaxExpr:
+        from ...ir.expr_functor import free_vars
         from ...ir.tir import te
 
         flat = [
@@ -270,12 +282,27 @@ class Context:
                     linear = linear * dim + i
                 result = flat[-1]
                 for position in range(len(flat) - 2, -1, -1):
-                    result = tir.Select(linear == position, flat[position], result)
+                    # PrimExpr == compares structurally; .equal builds the comparison
+                    result = tir.Select(linear.equal(position), flat[position], result)
                 return result
 
-            return te.compute(shape, element, name="known_value")
+            value = te.compute(shape, element, name="known_value")
+            if not symbols:
+                return value
+            # An empty second output whose shape names the symbolic vars: emit_te passes the
+            # vars an output shape uses (and no input binds) to the kernel as scalars.
+            return [value, te.compute([0, *symbols], lambda *_: tir.const(0, "int8"), name="dims")]
 
-        return self.bb.emit_te(compute, primfunc_name_hint="onnx_known_value")
+        found: dict[Any, None] = {}
+        for element in flat:
+            found.update(dict.fromkeys(free_vars(element)))
+        symbols = list(found)
+        result = self.bb.emit_te(compute, primfunc_name_hint="onnx_known_value")
+        if not symbols:
+            return result
+        from ...ir.relax import TupleGetItem
+
+        return self.bb.emit(TupleGetItem(result, 0))
 
 
 def _has_symbolic(value: Any) -> bool:
@@ -299,3 +326,82 @@ def _as_dim(value: Any) -> Any:
 def dims_of(values: Sequence[Any]) -> list[Any]:
     """Dims as ints where constant, PrimExprs where symbolic."""
     return [_as_dim(v) for v in values]
+
+
+class NestedBuilder:
+    """The builder :meth:`GraphImporter.nested` opens, and what it moved out on exit."""
+
+    def __init__(self) -> None:
+        self.bb = BlockBuilder()
+        #: Placeholder GlobalVar -> the GlobalVar (of this builder) it stands for.
+        self.aliases: dict[GlobalVar, GlobalVar] = {}
+        self.mapping: dict[GlobalVar, GlobalVar] = {}
+
+    def alias(self, placeholder: GlobalVar, target: GlobalVar) -> None:
+        """Make calls through ``placeholder`` call ``target``: how a function calls itself
+        (recursion) before it is in the module."""
+        self.aliases[placeholder] = target
+
+    def outer(self, gvar: GlobalVar) -> GlobalVar:
+        """The enclosing builder's GlobalVar for ``gvar`` (after the block is left)."""
+        return self.mapping[gvar]
+
+
+class _RenameGlobals(ExprMutator):
+    def __init__(self, mapping: Mapping[GlobalVar, GlobalVar]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_leaf_(self, expr: RelaxExpr) -> RelaxExpr:
+        if isinstance(expr, GlobalVar):
+            return self.mapping.get(expr, expr)
+        return expr
+
+    def visit_if_(self, expr: If) -> RelaxExpr:
+        # Renaming changes no types: keep the If's own struct info (a joined one may be
+        # coarser, e.g. for tuples whose fields differ between the branches).
+        new = super().visit_if_(expr)
+        if new is expr or not isinstance(new, If):
+            return new
+        return If(new.cond, new.true_branch, new.false_branch, expr.struct_info, expr.span)
+
+
+def move_functions(
+    mod: IRModule, into: BlockBuilder, aliases: Mapping[GlobalVar, GlobalVar]
+) -> dict[GlobalVar, GlobalVar]:
+    """Add every function of ``mod`` to ``into`` (kernels equal to one there are shared,
+    names made unique) and point the calls at the new GlobalVars."""
+    mapping: dict[GlobalVar, GlobalVar] = {}
+    functions = []
+    for gvar, func in mod.items():
+        mapping[gvar] = into.add_func(func, gvar.name_hint)
+        if isinstance(func, Function):
+            functions.append((mapping[gvar], func))
+    for placeholder, target in aliases.items():
+        mapping[placeholder] = mapping[target]
+    renamer = _RenameGlobals(mapping)
+    for gvar, func in functions:
+        renamed = renamer.visit_expr(func)
+        if renamed is not func:
+            into.update_func(gvar, renamed)
+    return mapping
+
+
+def free_names(graph: Any) -> list[str]:
+    """The names ``graph`` reads without defining them (outer-scope values), nested subgraphs
+    included, in first-use order."""
+    defined = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    found: dict[str, None] = {}
+    for node in graph.node:
+        reads = [n for n in node.input if n]
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                reads.extend(free_names(sub))
+        for name in reads:
+            if name not in defined:
+                found.setdefault(name)
+        defined.update(n for n in node.output if n)
+    for out in graph.output:
+        if out.name not in defined:
+            found.setdefault(out.name)
+    return list(found)

@@ -3,24 +3,35 @@
 Before converting anything, every node is checked against the converter table (op type,
 opset, each converter's own ``check``), so a model with several unsupported operators gets one
 :class:`~relaxvm.errors.OpNotImplemented` that lists them all.
+
+Subgraphs (the bodies of If and Loop) become private functions of the module. The BlockBuilder
+builds one function at a time, so a control-flow converter opens a :meth:`GraphImporter.nested`
+builder (a fresh BlockBuilder that converters see as ``ctx.bb`` meanwhile), converts the
+subgraph there with :meth:`GraphImporter.convert_function` (outer values the subgraph reads
+become extra parameters, see :meth:`GraphImporter.captures`), and on leaving the block the new
+functions and kernels are moved into the enclosing builder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ...errors import FrontendError, OpNotImplemented, RelaxVMError
 from ...ir import tir
 from ...ir.relax import (
     BlockBuilder,
+    Constant,
+    GlobalVar,
     IRModule,
     RelaxExpr,
     TensorStructInfo,
     Tuple,
     Var,
 )
-from ._context import Context, Node
+from ._context import Context, NestedBuilder, Node, free_names, move_functions
 from ._loader import decode_attributes, onnx_dtype, tensor_to_numpy
 from ._registry import find_converter
 
@@ -60,13 +71,19 @@ class GraphImporter:
         self.sanitize_input_names = sanitize_input_names
         #: Symbolic dims by name, shared by every input that names them.
         self.sym_vars: dict[str, tir.Var] = {}
-        self.values: dict[str, RelaxExpr] = {}
+        #: ONNX value name -> Relax expression, in the graph (or subgraph) being converted.
+        self.values: MutableMapping[str, RelaxExpr] = {}
         self.bb = BlockBuilder()
         self.ctx = Context(self.bb, self.opsets[""], self)
         self._node_names: dict[int, str] = {}
 
     # ---- entry ------------------------------------------------------------------------------
     def import_module(self) -> IRModule:
+        if not self.graph.output:
+            raise FrontendError(
+                "from_onnx: the model's graph has no outputs (an empty or truncated file, or "
+                "not an ONNX model?)"
+            )
         initializers = {init.name: init for init in self.graph.initializer}
         self._check_shape_dict(initializers)
         self._check_supported(self.graph)
@@ -96,7 +113,11 @@ class GraphImporter:
                 result: RelaxExpr = outputs[0] if len(outputs) == 1 else Tuple(outputs)
                 result = self.bb.emit_output(result)
             self.bb.emit_func_output(result)
-        return self.bb.get()
+        # Shape arithmetic folded at import leaves kernels nothing reads (the run-time copies
+        # of known values): drop them so they do not run on every call.
+        from ...transform import DeadCodeElimination
+
+        return DeadCodeElimination()(self.bb.get())
 
     # ---- nodes ------------------------------------------------------------------------------
     def convert_nodes(self, graph: Any) -> None:
@@ -113,6 +134,12 @@ class GraphImporter:
                 if isinstance(exc, FrontendError) or node.label in str(exc):
                     raise
                 raise FrontendError(f"from_onnx: {node.label}: {exc}") from exc
+            except (TypeError, ValueError, IndexError, KeyError, ArithmeticError) as exc:
+                # A converter bug or an input it did not expect: still name the node.
+                raise FrontendError(
+                    f"from_onnx: {node.label} (opset {node.opset}) could not be converted: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             self._bind_outputs(node, result)
 
     def _make_node(self, proto: Any, index: int) -> Node:
@@ -166,6 +193,114 @@ class GraphImporter:
             raise FrontendError(f"from_onnx: graph output '{name}' is never computed")
         return self.values[name]
 
+    # ---- subgraphs --------------------------------------------------------------------------
+    def captures(self, graphs: Sequence[Any]) -> list[tuple[str, RelaxExpr]]:
+        """The outer values ``graphs`` read (their free names, nested subgraphs included), as
+        ``(name, expr)`` in first-use order; constants are left out (a subgraph function
+        embeds them instead of taking them as parameters)."""
+        found: dict[str, RelaxExpr] = {}
+        for graph in graphs:
+            for name in free_names(graph):
+                if name in found:
+                    continue
+                if name not in self.values:
+                    raise FrontendError(
+                        f"from_onnx: subgraph '{graph.name}' reads '{name}', which neither the "
+                        "subgraph nor an enclosing graph defines"
+                    )
+                found[name] = self.values[name]
+        return [(n, v) for n, v in found.items() if not isinstance(v, Constant)]
+
+    @contextmanager
+    def nested(self) -> Iterator[NestedBuilder]:
+        """A fresh builder for subgraph functions; converters see it as ``ctx.bb`` inside the
+        block. On a normal exit its functions (and kernels) move into the enclosing builder;
+        :meth:`NestedBuilder.outer` maps its GlobalVars to theirs."""
+        nested = NestedBuilder()
+        saved = self.bb
+        self.bb = self.ctx.bb = nested.bb
+        try:
+            yield nested
+        finally:
+            self.bb = self.ctx.bb = saved
+        nested.mapping = move_functions(nested.bb.get(), saved, nested.aliases)
+
+    def convert_function(
+        self,
+        graph: Any,
+        name: str,
+        params: list[Var],
+        bindings: Mapping[str, RelaxExpr],
+        finish: Callable[[list[RelaxExpr]], RelaxExpr] | None = None,
+        prepare: Callable[[], Mapping[str, RelaxExpr]] | None = None,
+    ) -> GlobalVar:
+        """Convert ``graph`` into a new private function of the current builder (which must
+        have no function open: use it inside :meth:`nested`).
+
+        Parameters
+        ----------
+        graph : onnx.GraphProto
+        name : str
+            The function's name hint.
+        params : list of Var
+            The function's parameters, read when the function is finished (``finish`` may
+            append to the list).
+        bindings : mapping
+            ONNX name -> expression for the graph's inputs and the captured outer values (the
+            Vars of ``params``); outer constants are added automatically.
+        finish : callable, optional
+            Given the graph's outputs, returns the function's result (inside its dataflow
+            block); by default the output, or a tuple of the outputs.
+        prepare : callable, optional
+            Called inside the new function before its nodes are converted; returns more
+            bindings, computed there (Scan's per-iteration slices).
+        """
+        scope: dict[str, RelaxExpr] = {}
+        for free in free_names(graph):
+            value = self.values.get(free)
+            if isinstance(value, Constant):
+                scope[free] = value
+        scope.update(bindings)
+        self._add_initializers(graph, scope)
+        saved = self.values
+        self.values = scope
+        try:
+            with self.bb.function(name, private=True):
+                with self.bb.dataflow():
+                    if prepare is not None:
+                        scope.update(prepare())
+                    self.convert_nodes(graph)
+                    outputs = [self._output(out.name) for out in graph.output]
+                    if finish is not None:
+                        result = finish(outputs)
+                    else:
+                        result = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+                    result = self.bb.emit_output(result)
+                return self.bb.emit_func_output(result, params=list(params))
+        finally:
+            self.values = saved
+
+    def convert_inline(
+        self, graph: Any, bindings: Mapping[str, RelaxExpr] | None = None
+    ) -> list[RelaxExpr]:
+        """Convert ``graph`` into the current function, as if its nodes were the enclosing
+        graph's, with its inputs bound by ``bindings``; returns its outputs. Its own names stay
+        local."""
+        local: dict[str, RelaxExpr] = dict(bindings or {})
+        self._add_initializers(graph, local)
+        saved = self.values
+        self.values = ChainMap(local, saved)
+        try:
+            self.convert_nodes(graph)
+            return [self._output(out.name) for out in graph.output]
+        finally:
+            self.values = saved
+
+    def _add_initializers(self, graph: Any, scope: MutableMapping[str, RelaxExpr]) -> None:
+        for init in graph.initializer:
+            array = tensor_to_numpy(init, f"initializer '{init.name}' of '{graph.name}'")
+            scope[init.name] = self.ctx.const(array, _dtype_name(array))
+
     # ---- support check ----------------------------------------------------------------------
     def _check_supported(self, graph: Any) -> None:
         problems: list[str] = []
@@ -216,12 +351,21 @@ class GraphImporter:
     # ---- inputs -----------------------------------------------------------------------------
     def _check_shape_dict(self, initializers: Mapping[str, Any]) -> None:
         names = {i.name for i in self.graph.input} - set(initializers)
-        for key in self.shape_dict:
+        for key, shape in self.shape_dict.items():
             if key not in names:
                 raise FrontendError(
                     f"from_onnx: shape_dict names '{key}', which is not an input of the graph "
                     f"(inputs: {', '.join(sorted(names)) or 'none'})"
                 )
+            if isinstance(shape, (str, bytes)) or not isinstance(shape, (list, tuple)):
+                raise FrontendError(
+                    f"from_onnx: shape_dict['{key}'] must be a list or tuple of dims, got {shape!r}"
+                )
+        if self.dtype_dict is not None and not isinstance(self.dtype_dict, (str, Mapping)):
+            raise FrontendError(
+                f"from_onnx: dtype_dict must be a dtype name or a dict of them, got "
+                f"{self.dtype_dict!r}"
+            )
         if isinstance(self.dtype_dict, Mapping):
             for key in self.dtype_dict:
                 if key not in names:
@@ -253,11 +397,16 @@ class GraphImporter:
             dtype = self.dtype_dict
         if dtype is None:
             dtype = onnx_dtype(tensor_type.elem_type, f"input '{name}'")
+        else:
+            dtype = _checked_dtype(dtype, name)
         if name in self.shape_dict:
             dims = [self._dim(d, name, i) for i, d in enumerate(self.shape_dict[name])]
             return TensorStructInfo(dims, dtype)
         if not tensor_type.HasField("shape"):
-            return TensorStructInfo(None, dtype)
+            raise FrontendError(
+                f"from_onnx: input '{name}' has no shape in the model (not even a rank); give "
+                f"one with shape_dict={{'{name}': [...]}} (names make symbolic dims)"
+            )
         dims = []
         for i, dim in enumerate(tensor_type.shape.dim):
             if dim.HasField("dim_value"):
@@ -274,10 +423,16 @@ class GraphImporter:
         if dim is None or (isinstance(dim, int) and dim < 0):
             dim = f"{self._var_name(input_name)}_dim{axis}"
         if isinstance(dim, str):
-            key = _identifier(dim)
-            if key not in self.sym_vars:
-                self.sym_vars[key] = tir.Var(key, "int64")
-            return self.sym_vars[key]
+            # Keyed by the model's own name ("batch size" and "batch_size" are different
+            # dims); the variable gets a unique identifier made from it.
+            if dim not in self.sym_vars:
+                taken = {var.name for var in self.sym_vars.values()}
+                base = candidate = _identifier(dim)
+                suffix = 1
+                while candidate in taken:
+                    candidate, suffix = f"{base}_{suffix}", suffix + 1
+                self.sym_vars[dim] = tir.SizeVar(candidate, "int64")
+            return self.sym_vars[dim]
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise FrontendError(
                 f"from_onnx: shape of input '{input_name}' dim {axis} must be an int, a name or "
@@ -294,6 +449,17 @@ def _identifier(name: str) -> str:
     if not out or out[0].isdigit():
         out = "v_" + out
     return out
+
+
+def _checked_dtype(dtype: Any, input_name: str) -> str:
+    from ...runtime.dtype import DataType
+
+    try:
+        return str(DataType(dtype))
+    except (TypeError, ValueError) as exc:
+        raise FrontendError(
+            f"from_onnx: dtype {dtype!r} given for input '{input_name}' is not a dtype: {exc}"
+        ) from None
 
 
 def _dtype_name(array: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FrontendError, MissingDependencyError
+from ...errors import FrontendError, MissingDependencyError, OpNotImplemented
 
 __all__ = [
     "decode_attributes",
@@ -90,7 +90,7 @@ def onnx_dtype(code: int, where: str) -> str:
     dtype = _DTYPES.get(int(code))
     if dtype is None:
         name = _DTYPE_NAMES.get(int(code), f"code {code}")
-        raise FrontendError(f"from_onnx: {where} has element type {name}, which relaxvm lacks")
+        raise OpNotImplemented(f"from_onnx: {where} has element type {name}, which relaxvm lacks")
     return dtype
 
 

@@ -101,6 +101,41 @@ def _primfunc_name(te_func: Callable[..., Any], hint: str | None) -> str:
     return name
 
 
+def _symbols_used(outputs: Sequence[te.Tensor]) -> list[TirVar]:
+    """The symbolic variables the kernel of ``outputs`` needs, in first-use order: those of
+    every computed tensor's shape and those its compute bodies read (``te.compute(..., lambda
+    i: x[i] * n)``), less the stages' own index variables."""
+    found: dict[TirVar, None] = {}
+
+    def note(expr: Any, local: set[TirVar]) -> None:
+        for var in free_vars(expr):
+            # Buffer data handles (of the tensors a body reads) are not symbols.
+            if var not in local and str(var.dtype).startswith(("int", "uint")):
+                found[var] = None
+
+    for tensor in te._stage_order(list(outputs)):
+        for dim in tensor.shape:
+            note(dim, set())
+        op = tensor.op
+        if not isinstance(op, te.ComputeOp):
+            continue
+        local = {iv.var for iv in op.axis}
+        body = op.body
+        if isinstance(body, te.Reduce):
+            local |= {iv.var for iv in body.axis}
+            for iv in body.axis:  # extents may depend on the stage's own indices
+                note(iv.dom.min, local)
+                note(iv.dom.extent, local)
+            parts = [body.source, body.init] + (
+                [body.condition] if body.condition is not None else []
+            )
+        else:
+            parts = [body]
+        for part in parts:
+            note(part, local)
+    return list(found)
+
+
 def build_call_tir(
     builder: BlockBuilder,
     te_func: Callable[..., Any],
@@ -126,11 +161,9 @@ def build_call_tir(
     for placeholder in converter.placeholders:
         bound.update(dim for dim in placeholder.shape if isinstance(dim, TirVar))
     extra: dict[TirVar, None] = {}
-    for output in outputs:
-        for dim in output.shape:
-            for var in free_vars(dim):
-                if var not in bound:
-                    extra[var] = None
+    for var in _symbols_used(outputs):
+        if var not in bound:
+            extra[var] = None
     name = _primfunc_name(te_func, name_hint)
     try:
         func = te.create_prim_func([*converter.placeholders, *outputs, *extra], name=name)
