@@ -58,7 +58,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relaxvm import security
-from relaxvm.backend.cache_store import CacheTrustWarning  # one warning class for every cache
+from relaxvm.backend.cache_store import (  # one warning class and LRU listing for every cache
+    CacheTrustWarning,
+    lru_entries,
+)
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
 
@@ -377,21 +380,7 @@ class CompileCache:
 
     def entries(self) -> list[tuple[float, int, Path]]:
         """``(mtime, size, path)`` of every entry, least recently used first."""
-        found = []
-        try:
-            with os.scandir(self.directory) as it:
-                for entry in it:
-                    if not entry.name.endswith(_SUFFIX):
-                        continue
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # removed by another process meanwhile
-                    found.append((st.st_mtime, st.st_size, Path(entry.path)))
-        except OSError:
-            return []
-        found.sort()
-        return found
+        return lru_entries(self.directory, _SUFFIX)
 
     def size(self) -> int:
         """Total bytes of the entries."""

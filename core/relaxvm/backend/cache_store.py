@@ -27,7 +27,14 @@ import warnings
 from contextvars import ContextVar
 from pathlib import Path
 
-__all__ = ["CacheStore", "CacheTrustWarning", "cache_root", "default_store", "for_cache_entry"]
+__all__ = [
+    "CacheStore",
+    "CacheTrustWarning",
+    "cache_root",
+    "default_store",
+    "for_cache_entry",
+    "lru_entries",
+]
 
 #: True while a cache of core writes or reads an executable for its own entries (the
 #: whole-module cache): a target kind's ``serialize`` may then skip work meant for exported
@@ -224,19 +231,7 @@ class CacheStore:
 
     def entries(self) -> list[tuple[float, int, Path]]:
         """``(mtime, size, path)`` of every entry, least recently used first."""
-        found = []
-        try:
-            with os.scandir(self.directory) as it:
-                for entry in it:
-                    if entry.name.endswith(_SUFFIX):
-                        try:
-                            info = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        found.append((info.st_mtime, info.st_size, Path(entry.path)))
-        except OSError:
-            return []
-        return sorted(found)
+        return lru_entries(self.directory, _SUFFIX)
 
     def evict(self) -> None:
         """Delete least recently used entries until the total fits ``max_bytes``."""
@@ -250,3 +245,24 @@ class CacheStore:
             except OSError:
                 pass
             total -= size
+
+
+def lru_entries(directory: Path, suffix: str) -> list[tuple[float, int, Path]]:
+    """``(mtime, size, path)`` of the files of ``directory`` named ``*suffix``, least recently
+    used first (symlinks are not followed; an unreadable directory has none). Shared by every
+    relaxvm cache for its LRU eviction."""
+    found = []
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                if not entry.name.endswith(suffix):
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # removed by another process meanwhile
+                found.append((info.st_mtime, info.st_size, Path(entry.path)))
+    except OSError:
+        return []
+    found.sort()
+    return found
