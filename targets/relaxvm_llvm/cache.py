@@ -43,14 +43,11 @@ the process, and one that cannot be written only disables the cache.
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
 import secrets
-import shutil
 import stat
 import struct
-import tempfile
 import threading
 import warnings
 import zlib
@@ -58,9 +55,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relaxvm import security
-from relaxvm.backend.cache_store import (  # one warning class and LRU listing for every cache
+from relaxvm.backend.cache_store import (  # one set of directory rules for every cache
     CacheTrustWarning,
+    cache_root,
+    is_private_directory,
     lru_entries,
+    owner_problem,
+    private_directory,
 )
 from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc
@@ -94,7 +95,6 @@ __all__ = [
 DEFAULT_MAX_MB = 256
 _SUFFIX = ".rvmc"
 _OFF = ("0", "off", "false", "no")
-_UNSAFE_MODE = stat.S_IWGRP | stat.S_IWOTH
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -102,8 +102,6 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _SAFE_OPEN = bool(_DIRECTORY and _NOFOLLOW) and os.open in os.supports_dir_fd
 
 _stats_lock = threading.Lock()
-#: Refused cache directory -> this process's private replacement.
-_private: dict[Path, Path] = {}
 _stats = {"hits": 0, "misses": 0, "stores": 0, "evictions": 0, "errors": 0, "refused": 0}
 
 
@@ -133,15 +131,6 @@ def _refuse(message: str) -> None:
     warnings.warn(f"relaxvm compile cache: {message}", CacheTrustWarning, stacklevel=4)
 
 
-def _default_directory() -> Path:
-    explicit = os.environ.get("RELAXVM_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "relaxvm"
-
-
 def _max_bytes() -> int:
     raw = os.environ.get("RELAXVM_CACHE_MAX_MB")
     if raw is None or raw.strip() == "":
@@ -164,30 +153,12 @@ def default_cache() -> CompileCache | None:
     """The cache the environment asks for, or None when ``RELAXVM_CACHE`` turns it off."""
     if os.environ.get("RELAXVM_CACHE", "1").strip().lower() in _OFF:
         return None
-    return CompileCache(_default_directory() / "llvm", _max_bytes())
+    return CompileCache(cache_root() / "llvm", _max_bytes())
 
 
-def private_directory(refused: Path) -> Path:
-    """Where this process caches instead of the refused directory ``refused``: a directory
-    made by :func:`tempfile.mkdtemp` (mode 0700, a name nobody could prepare in advance),
-    deleted when the process exits. Later builds of this process hit it; other processes
-    compile once each until the configured directory is fixed."""
-    with _stats_lock:
-        found = _private.get(refused)
-        if found is None or not found.parent.is_dir():
-            root = Path(tempfile.mkdtemp(prefix="relaxvm-cache-"))
-            atexit.register(shutil.rmtree, root, True)
-            found = _private[refused] = root / "llvm"
-        return found
-
-
-def _owner_problem(info: os.stat_result) -> str | None:
-    """Why a file or directory with this status could hold someone else's bytes, or None."""
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        return f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
-    if info.st_mode & _UNSAFE_MODE:
-        return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
-    return None
+#: Where each cache rule lives: relaxvm.backend.cache_store, shared with the module cache.
+#: (Module attributes, so tests can patch the owner check of this cache alone.)
+_owner_problem = owner_problem
 
 
 class CompileCache:
@@ -220,7 +191,7 @@ class CompileCache:
         private directory of this process (:func:`private_directory`) instead.
         """
         fd, problem = self._open_checked(create)
-        if problem is None or self.directory in _private.values():
+        if problem is None or is_private_directory(self.directory):
             return fd
         private = private_directory(self.directory)
         _refuse(

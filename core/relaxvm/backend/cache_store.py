@@ -33,7 +33,10 @@ __all__ = [
     "cache_root",
     "default_store",
     "for_cache_entry",
+    "is_private_directory",
     "lru_entries",
+    "owner_problem",
+    "private_directory",
 ]
 
 #: True while a cache of core writes or reads an executable for its own entries (the
@@ -88,12 +91,34 @@ def default_store(name: str) -> CacheStore | None:
     return CacheStore(cache_root() / name, _max_bytes())
 
 
-def _owner_problem(info: os.stat_result) -> str | None:
+def owner_problem(info: os.stat_result) -> str | None:
+    """Why a file or directory with this status could hold someone else's bytes (another
+    owner, group or world write access), or None; the rule of every relaxvm cache."""
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         return f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
     return None
+
+
+def private_directory(refused: Path) -> Path:
+    """Where this process caches instead of the refused directory ``refused`` (same last
+    component): made by :func:`tempfile.mkdtemp` (mode 0700, a name nobody could prepare in
+    advance), deleted when the process exits. Later compiles of this process hit it; other
+    processes compile once each until the configured directory is fixed."""
+    with _lock:
+        found = _private.get(refused)
+        if found is None or not found.parent.is_dir():
+            root = Path(tempfile.mkdtemp(prefix="relaxvm-cache-"))
+            atexit.register(shutil.rmtree, root, True)
+            found = _private[refused] = root / refused.name
+        return found
+
+
+def is_private_directory(directory: Path) -> bool:
+    """Whether ``directory`` is one :func:`private_directory` made (already a fallback)."""
+    with _lock:
+        return directory in _private.values()
 
 
 def _refuse(message: str) -> None:
@@ -117,14 +142,9 @@ class CacheStore:
 
     def _open(self, create: bool) -> int | None:
         fd, problem = self._open_checked(create)
-        if problem is None or self.directory in _private.values():
+        if problem is None or is_private_directory(self.directory):
             return fd
-        with _lock:
-            private = _private.get(self.directory)
-            if private is None or not private.parent.is_dir():
-                root = Path(tempfile.mkdtemp(prefix="relaxvm-cache-"))
-                atexit.register(shutil.rmtree, root, True)
-                private = _private[self.directory] = root / self.directory.name
+        private = private_directory(self.directory)
         _refuse(
             f"{self.directory} {problem}; not using it: this process caches in the private "
             f"directory {private} instead. Make it a directory only you can write, or set "
@@ -146,7 +166,7 @@ class CacheStore:
             if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(self.directory):
                 return None, "is a symlink"
             return None, None
-        problem = _owner_problem(os.fstat(fd))
+        problem = owner_problem(os.fstat(fd))
         if problem is not None:
             os.close(fd)
             return None, problem
@@ -171,7 +191,7 @@ class CacheStore:
             with os.fdopen(fd, "rb") as stream:
                 info = os.fstat(fd)
                 problem = None if stat.S_ISREG(info.st_mode) else "is not a regular file"
-                problem = problem or _owner_problem(info)
+                problem = problem or owner_problem(info)
                 if problem is not None:
                     _refuse(f"entry {self.directory / name} {problem}; ignored and replaced")
                     self._unlink(directory, name)
