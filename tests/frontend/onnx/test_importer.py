@@ -389,3 +389,60 @@ def test_missing_onnx_in_a_fresh_process() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("MISSING") and INSTALL in done.stdout
+
+
+def test_empty_bytes_are_not_a_model() -> None:
+    # protobuf parses b"" as an empty ModelProto: a graph without outputs.
+    with pytest.raises(FrontendError, match="the model's graph has no outputs"):
+        from_onnx(b"")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"shape_dict": {"x": 5}}, r"shape_dict\['x'\] must be a list or tuple of dims, got 5"),
+        ({"dtype_dict": {"x": "floatxx"}}, r"dtype 'floatxx' given for input 'x' is not a dtype"),
+        ({"dtype_dict": 3}, "dtype_dict must be a dtype name or a dict of them, got 3"),
+    ],
+)
+def test_bad_shape_and_dtype_arguments(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(FrontendError, match=message):
+        from_onnx(dense_model(), **kwargs)
+
+
+def test_unranked_input_asks_for_a_shape() -> None:
+    model = dense_model()
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(FrontendError, match=r"input 'x' has no shape in the model .*shape_dict"):
+        from_onnx(model)
+    mod = from_onnx(model, shape_dict={"x": ["n", 4]})
+    assert [str(d) for d in param_dims(mod)] == ["n", "4"]
+
+
+def test_dim_names_that_sanitize_alike_stay_distinct() -> None:
+    model = make_model(
+        [helper.make_node("Identity", ["a"], ["c"]), helper.make_node("Identity", ["b"], ["d"])],
+        inputs={"a": ("float32", ["batch size", 2]), "b": ("float32", ["batch_size", 2])},
+        outputs={"c": ("float32", ["batch size", 2]), "d": ("float32", ["batch_size", 2])},
+    )
+    mod = from_onnx(model)
+    first, second = param_dims(mod, 0)[0], param_dims(mod, 1)[0]
+    assert first is not second and {str(first), str(second)} == {"batch_size", "batch_size_1"}
+
+
+def test_converter_failure_names_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    from relaxvm.frontend.onnx import _registry
+
+    assert _registry.find_converter("", "Relu", 17) is not None
+
+    def broken(ctx: Any, node: Any) -> Any:
+        raise IndexError("list index out of range")
+
+    table = _registry._TABLE[("", "Relu")]
+    patched = [
+        _registry.Converter(e.op_type, e.domain, e.since, broken, e.check, e.note) for e in table
+    ]
+    monkeypatch.setitem(_registry._TABLE, ("", "Relu"), patched)
+    with pytest.raises(FrontendError, match=r"Relu node 'act' \(opset 17\) could not be "
+                       r"converted: IndexError: list index out of range"):  # fmt: skip
+        from_onnx(dense_model())

@@ -434,3 +434,39 @@ def test_quantize_output_dtype_refused() -> None:
     )  # fmt: skip
     message = refused(model)
     assert "QuantizeLinear node 'quantizelinear_node'" in message and "output_dtype=22" in message
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_of_an_all_zero_slice_is_zero(p: int) -> None:
+    # The spec's reference gives 0 where the norm is 0 (not 0/0).
+    x = np.array([[0.0, 3.0], [0.0, 4.0]], "float32")
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("LpNormalization", ["x"], ["y"], axis=0, p=p)],
+            "lp",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    (got,) = run_model(model, [x])
+    norm = np.abs(x).sum(0) if p == 1 else np.sqrt((x * x).sum(0))
+    np.testing.assert_allclose(got, [[0.0, 3.0 / norm[1]], [0.0, 4.0 / norm[1]]], rtol=1e-6)
+
+
+def test_gemm_transposes_a_constant_weight_at_import() -> None:
+    w = rand(5, 4)
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)],
+            "gemm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+            [numpy_helper.from_array(w, "w")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    assert "permute_dims" not in from_onnx(model).script()
+    x = rand(3, 4)
+    (got,) = run_model(model, [x])
+    np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-5)
