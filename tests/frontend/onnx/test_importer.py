@@ -446,3 +446,19 @@ def test_converter_failure_names_the_node(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(FrontendError, match=r"Relu node 'act' \(opset 17\) could not be "
                        r"converted: IndexError: list index out of range"):  # fmt: skip
         from_onnx(dense_model())
+
+
+def test_known_value_with_symbolic_elements_materializes_at_run_time() -> None:
+    from relaxvm.frontend.onnx._context import Context
+    from relaxvm.ir import relax as rx
+
+    n = tir.Var("n", "int64")
+    bb = rx.BlockBuilder()
+    x = rx.Var("x", rx.TensorStructInfo((n, 3), "float32"))
+    with bb.function("main", [x]):
+        ctx = Context(bb, 17)
+        dims = ctx.from_known(np.array([n, n * 3, 7], dtype=object), "int64")
+        assert [str(v) for v in ctx.known(dims)] == ["n", "n * 3", "7"]
+        bb.emit_func_output(dims)
+    got = run(bb.get(), np.zeros((4, 3), "float32"))
+    np.testing.assert_array_equal(got, [4, 12, 7])

@@ -265,7 +265,6 @@ class Context:
         return [_as_dim(v) for v in value.tolist()]
 
     def _materialize(self, array: np.ndarray, dtype: str) -> RelaxExpr:
-        from ...ir.expr_functor import free_vars
         from ...ir.tir import te
 
         flat = [
@@ -286,23 +285,10 @@ class Context:
                     result = tir.Select(linear.equal(position), flat[position], result)
                 return result
 
-            value = te.compute(shape, element, name="known_value")
-            if not symbols:
-                return value
-            # An empty second output whose shape names the symbolic vars: emit_te passes the
-            # vars an output shape uses (and no input binds) to the kernel as scalars.
-            return [value, te.compute([0, *symbols], lambda *_: tir.const(0, "int8"), name="dims")]
+            # emit_te passes the symbolic dims the elements read as scalar parameters.
+            return te.compute(shape, element, name="known_value")
 
-        found: dict[Any, None] = {}
-        for element in flat:
-            found.update(dict.fromkeys(free_vars(element)))
-        symbols = list(found)
-        result = self.bb.emit_te(compute, primfunc_name_hint="onnx_known_value")
-        if not symbols:
-            return result
-        from ...ir.relax import TupleGetItem
-
-        return self.bb.emit(TupleGetItem(result, 0))
+        return self.bb.emit_te(compute, primfunc_name_hint="onnx_known_value")
 
 
 def _has_symbolic(value: Any) -> bool:
