@@ -9,15 +9,28 @@ Protocol (every shared word accessed atomically; the spin-then-sleep handshakes 
 classic store-flag / re-check pairs, sequentially consistent, so no wake-up is lost):
 
 * a launch is one shared task (``fn``, ``closure``, ``extent``) cut into ``GRAIN`` chunks per
-  thread; every participating thread, the launcher included, claims chunks from an atomic
-  counter until none is left, so a thread whose core is taken by another process does less;
-* worker ``k`` (1 ≤ k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
-  ``sleeping[k]`` flag. It waits for ``seq[k]`` to change, claims chunks, then decrements
-  ``pending``; the last one wakes the launcher if it sleeps;
+  participating thread. The chunks are claimed through one 64-bit word, ``claim`` =
+  ``epoch << 32 | chunks << 16 | next``: a thread claims chunk ``next`` with a compare-and-swap
+  of the word it read, so a thread that read a finished launch's word can never claim a chunk of
+  the next one (the epoch differs) and needs no acknowledgement;
+* the launcher waits for ``finished == chunks``, the chunks *completed*, not for its helpers to
+  report: a helper that is woken but finds no core (another process, numpy's spinning BLAS
+  threads) before the launcher has claimed every chunk costs nothing, because the launcher does
+  its share. Only a chunk that a helper claimed and then lost its core in the middle of is
+  waited for;
+* before waking anyone, the launcher reads how many threads are runnable on the machine
+  (``/proc/loadavg``'s fourth field, a snapshot the kernel keeps) and wakes at most as many
+  helpers as there are idle CPUs, so a launch made while the cores are busy (numpy's BLAS
+  threads spinning after a call, another process, a second VM in another Python thread) runs
+  on the calling thread and loses nothing (``adaptive``, on by default);
+* worker ``k`` (1 <= k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
+  ``sleeping[k]`` flag. It waits for ``seq[k]`` to change, claims chunks until none is left,
+  and waits again. ``awake`` counts the workers not asleep in the kernel (they are runnable,
+  so the load reading subtracts them);
 * the launcher takes the ``busy`` lock without waiting (when another launch holds it, e.g.
   from another Python thread, it runs the loop serially itself, so nothing can deadlock),
-  starts missing workers, publishes the task, bumps ``seq`` of the workers it needs, claims
-  chunks itself, waits for ``pending == 0`` and releases ``busy``;
+  starts missing workers, publishes the task, bumps ``seq`` of the helpers it wants, claims
+  chunks itself, waits for the claimed ones to finish and releases ``busy``;
 * a failed ``pthread_create`` only means fewer helpers: the launch still completes.
 
 Only Linux on x86-64 and AArch64 (the futex syscall numbers are per architecture); elsewhere
@@ -35,7 +48,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-__all__ = ["MAX_WORKERS", "NativePool", "build_native_pool"]
+__all__ = ["MAX_WORKERS", "NativePool", "PoolSymbols", "build_native_pool"]
 
 #: Slots (worker k uses slot k; slot 0 is the launching thread).
 MAX_WORKERS = 64
@@ -48,6 +61,8 @@ YIELD = 64
 #: takes a core, the other threads pick up its share.
 GRAIN = 4
 
+_O_RDONLY = 0
+_O_CLOEXEC = 0o2000000  # the same on x86-64 and AArch64
 _FUTEX_WAIT_PRIVATE = 128
 _FUTEX_WAKE_PRIVATE = 129
 _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
@@ -66,7 +81,20 @@ class NativePool:
     launch_address: int
     reset: Any  # ctypes function: () -> None, after fork in the child
     workers: Any  # ctypes function: () -> i64, threads started so far
+    idle_cpus: Any  # ctypes function: () -> i64, CPUs idle besides the caller's (see below)
     engine: Any
+
+
+@dataclass(frozen=True)
+class PoolSymbols:
+    """Names of the process symbols the pool's code refers to (registered beforehand with
+    ``llvm.add_symbol`` by :mod:`.parallel`, which owns the values)."""
+
+    python_flag: str  # int64: nonzero sends launches to the Python launcher
+    python_launch: str  # the Python launcher, a C callback
+    num_threads: str  # int64: threads per parallel loop
+    adaptive: str  # int64: nonzero wakes helpers only for idle CPUs
+    online_cpus: str  # int64: CPUs online on the machine (what /proc/loadavg counts over)
 
 
 def _c(value: int, ty: ir.IntType = I64) -> ir.Constant:
@@ -74,41 +102,55 @@ def _c(value: int, ty: ir.IntType = I64) -> ir.Constant:
 
 
 class _Builder:
-    def __init__(self, python_flag: str, python_launch: str, num_threads: str, futex: int):
+    def __init__(self, names: PoolSymbols, futex: int):
         self.module = ir.Module(name="relaxvm_llvm_pool")
         self.module.triple = llvm.get_process_triple()
         self.futex = futex
         m = self.module
 
-        def glob(name: str, ty: ir.Type, external: bool = False) -> ir.GlobalVariable:
+        def glob(name: str, ty: ir.Type, external: bool = False, init: int = 0) -> Any:
             var = ir.GlobalVariable(m, ty, name)
             if external:
                 var.linkage = "external"
             else:
                 var.linkage = "internal"
-                var.initializer = ir.Constant(ty, None)
+                var.initializer = ir.Constant(ty, init if isinstance(ty, ir.IntType) else None)
             return var
 
         slots = ir.ArrayType
         self.busy = glob("pool_busy", I32)
-        self.pending = glob("pool_pending", I32)
         self.launcher_sleeping = glob("pool_launcher_sleeping", I32)
         self.nworkers = glob("pool_nworkers", I64)
+        self.awake = glob("pool_awake", I64)
         self.seq = glob("pool_seq", slots(I32, MAX_WORKERS))
         self.sleeping = glob("pool_sleeping", slots(I32, MAX_WORKERS))
-        # The current launch: one task shared by all, split into task_chunks chunks that the
-        # threads claim one at a time from next_chunk.
+        # The current launch: one task shared by all, cut into chunks that the threads claim
+        # one at a time through ``claim`` (epoch << 32 | chunks << 16 | next); ``finished``
+        # counts completed chunks (and is the word the launcher sleeps on).
         self.task_fn = glob("pool_task_fn", PTR)
         self.task_closure = glob("pool_task_closure", PTR)
         self.task_extent = glob("pool_task_extent", I64)
-        self.task_chunks = glob("pool_task_chunks", I64)
-        self.next_chunk = glob("pool_next_chunk", I64)
+        self.claim = glob("pool_claim", I64)
+        self.finished = glob("pool_finished", I32)
+        # /proc/loadavg, opened on first use (-2: not tried yet, -1: unavailable).
+        self.load_fd = glob("pool_load_fd", I32, init=-2)
+        path = bytearray(b"/proc/loadavg\0")
+        self.load_path = ir.GlobalVariable(m, ir.ArrayType(ir.IntType(8), len(path)), "pool_path")
+        self.load_path.linkage = "internal"
+        self.load_path.global_constant = True
+        self.load_path.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(path)), path)
         self.run_chunks = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "pool_run_chunks")
         self.run_chunks.linkage = "internal"
-        self.use_python = glob(python_flag, I64, external=True)
-        self.num_threads = glob(num_threads, I64, external=True)
-        self.py_launch = ir.Function(m, ir.FunctionType(I32, [PTR, PTR, I64]), python_launch)
+        self.idle_cpus = ir.Function(m, ir.FunctionType(I64, []), "pool_idle_cpus")
+        self.idle_cpus.linkage = "internal"
+        self.use_python = glob(names.python_flag, I64, external=True)
+        self.num_threads = glob(names.num_threads, I64, external=True)
+        self.adaptive = glob(names.adaptive, I64, external=True)
+        self.online_cpus = glob(names.online_cpus, I64, external=True)
+        self.py_launch = ir.Function(m, ir.FunctionType(I32, [PTR, PTR, I64]), names.python_launch)
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+        self.open = ir.Function(m, ir.FunctionType(I32, [PTR, I32], var_arg=True), "open")
+        self.pread = ir.Function(m, ir.FunctionType(I64, [I32, PTR, I64, I64]), "pread")
         thread_fn = ir.FunctionType(PTR, [PTR])
         self.pthread_create = ir.Function(
             m,
@@ -145,12 +187,20 @@ class _Builder:
         b.call(self.syscall, [_c(self.futex), address, _c(op), value, _c(0), _c(0), _c(0)])
 
     def spin_wait(
-        self, b: ir.IRBuilder, fn: ir.Function, done: Any, word: ir.Value, flag: ir.Value, tag: str
+        self,
+        b: ir.IRBuilder,
+        fn: ir.Function,
+        done: Any,
+        word: ir.Value,
+        flag: ir.Value,
+        tag: str,
+        asleep: ir.Value | None = None,
     ) -> None:
         """Spin until ``done(b)`` (an i1), then sleep on ``word`` with ``flag`` raised.
 
         ``done`` is re-evaluated after raising the flag; ``word`` is re-read by the kernel
         before sleeping, so a change between the check and the sleep is never missed.
+        ``asleep``, when given, is a counter decremented for the time of the sleep.
         """
         entry = b.block
         spin = fn.append_basic_block(f"{tag}_spin")
@@ -176,7 +226,11 @@ class _Builder:
         self.store(b, _c(1, I32), flag)
         observed = self.load(b, word)
         with b.if_then(b.not_(done(b))):
+            if asleep is not None:
+                b.atomic_rmw("sub", asleep, _c(1), "monotonic")
             self.futex_call(b, word, _FUTEX_WAIT_PRIVATE, observed)
+            if asleep is not None:
+                b.atomic_rmw("add", asleep, _c(1), "monotonic")
         self.store(b, _c(0, I32), flag)
         sleep_end = b.block
         count.add_incoming(_c(0), sleep_end)
@@ -192,6 +246,7 @@ class _Builder:
         flag_ptr = self.slot(b, self.sleeping, k)
         seen_slot = b.alloca(I32)
         b.store(_c(0, I32), seen_slot)
+        b.atomic_rmw("add", self.awake, _c(1), "monotonic")
         loop = fn.append_basic_block("loop")
         b.branch(loop)
         b.position_at_end(loop)
@@ -203,27 +258,36 @@ class _Builder:
             seq_ptr,
             flag_ptr,
             "task",
+            asleep=self.awake,
         )
         b.store(self.load(b, seq_ptr, "acquire"), seen_slot)
         b.call(self.run_chunks, [])
-        old = b.atomic_rmw("sub", self.pending, _c(1, I32), "seq_cst")
-        last = b.icmp_unsigned("==", old, _c(1, I32))
-        with b.if_then(last):
-            sleeping = self.load(b, self.launcher_sleeping)
-            with b.if_then(b.icmp_unsigned("!=", sleeping, _c(0, I32))):
-                self.futex_call(b, self.pending, _FUTEX_WAKE_PRIVATE, _c(1, I32))
         b.branch(loop)
 
     # ---- claiming chunks -----------------------------------------------------------------
     def build_run_chunks(self) -> None:
-        """Run chunks of the current task until none is left (launcher and workers alike):
+        """Run chunks of the current launch until none is left (launcher and workers alike):
         a thread whose core is taken by another process simply claims fewer chunks."""
         fn = self.run_chunks
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        loop = fn.append_basic_block("claim")
+        attempt = fn.append_basic_block("attempt")
+        work = fn.append_basic_block("work")
+        done = fn.append_basic_block("done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        word = self.load(b, self.claim, "acquire")
+        index = b.and_(word, _c(0xFFFF))
+        total = b.and_(b.lshr(word, _c(16)), _c(0xFFFF))
+        b.cbranch(b.icmp_unsigned("<", index, total), attempt, done)
+        b.position_at_end(attempt)
+        swap = b.cmpxchg(self.claim, word, b.add(word, _c(1)), "acq_rel", "acquire")
+        b.cbranch(b.extract_value(swap, 1), work, loop)
+        b.position_at_end(work)
+        # The launch cannot end before this chunk is finished, so its task stays put.
         target = b.bitcast(b.load(self.task_fn), RANGE_FN.as_pointer())
         closure = b.load(self.task_closure)
         extent = b.load(self.task_extent)
-        total = b.load(self.task_chunks)
         quotient = b.sdiv(extent, total)
         remainder = b.srem(extent, total)
 
@@ -231,18 +295,88 @@ class _Builder:
             extra = b.select(b.icmp_signed("<", kk, remainder), kk, remainder)
             return b.add(b.mul(kk, quotient), extra)
 
-        loop = fn.append_basic_block("claim")
-        work = fn.append_basic_block("work")
-        done = fn.append_basic_block("done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        chunk = b.atomic_rmw("add", self.next_chunk, _c(1), "monotonic")
-        b.cbranch(b.icmp_signed("<", chunk, total), work, done)
-        b.position_at_end(work)
-        b.call(target, [bound(chunk), bound(b.add(chunk, _c(1))), closure])
+        b.call(target, [bound(index), bound(b.add(index, _c(1))), closure])
+        old = b.atomic_rmw("add", self.finished, _c(1, I32), "seq_cst")
+        last = b.icmp_unsigned("==", b.add(old, _c(1, I32)), b.trunc(total, I32))
+        with b.if_then(last):
+            sleeping = self.load(b, self.launcher_sleeping)
+            with b.if_then(b.icmp_unsigned("!=", sleeping, _c(0, I32))):
+                self.futex_call(b, self.finished, _FUTEX_WAKE_PRIVATE, _c(1, I32))
         b.branch(loop)
         b.position_at_end(done)
         b.ret_void()
+
+    # ---- how many CPUs are idle ----------------------------------------------------------
+    def build_idle_cpus(self) -> None:
+        """CPUs with nothing runnable on them besides the caller, from ``/proc/loadavg``.
+
+        The fourth field is ``running/total``: the threads runnable on the whole machine right
+        now (the caller and this pool's awake workers included). Returns ``MAX_WORKERS`` when
+        the file cannot be read, so the pool then behaves as if every core were free.
+        """
+        fn = self.idle_cpus
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        unknown = _c(MAX_WORKERS)
+        size = 64
+        buf = b.alloca(ir.ArrayType(ir.IntType(8), size))
+        fd = b.load(self.load_fd)
+        with b.if_then(b.icmp_signed("==", fd, _c(-2, I32))):
+            path = b.bitcast(self.load_path, PTR)
+            opened = b.call(self.open, [path, _c(_O_RDONLY | _O_CLOEXEC, I32)])
+            opened = b.select(b.icmp_signed("<", opened, _c(0, I32)), _c(-1, I32), opened)
+            b.store(opened, self.load_fd)
+        fd = b.load(self.load_fd)
+        with b.if_then(b.icmp_signed("<", fd, _c(0, I32))):
+            b.ret(unknown)
+        data = b.bitcast(buf, PTR)
+        got = b.call(self.pread, [fd, data, _c(size), _c(0)])
+        with b.if_then(b.icmp_signed("<=", got, _c(0))):
+            b.ret(unknown)
+        # Skip three fields (three spaces), then read the digits of "running".
+        entry = b.block
+        scan = fn.append_basic_block("scan")
+        scan_next = fn.append_basic_block("scan_next")
+        digits = fn.append_basic_block("digits")
+        digit_next = fn.append_basic_block("digit_next")
+        finish = fn.append_basic_block("finish")
+        b.branch(scan)
+        b.position_at_end(scan)
+        pos = b.phi(I64)
+        spaces = b.phi(I64)
+        pos.add_incoming(_c(0), entry)
+        spaces.add_incoming(_c(0), entry)
+        more = b.and_(b.icmp_signed("<", pos, got), b.icmp_signed("<", spaces, _c(3)))
+        b.cbranch(more, scan_next, digits)
+        b.position_at_end(scan_next)
+        char = b.load(b.gep(data, [pos]))
+        is_space = b.icmp_unsigned("==", char, _c(ord(" "), ir.IntType(8)))
+        spaces.add_incoming(b.add(spaces, b.zext(is_space, I64)), scan_next)
+        pos.add_incoming(b.add(pos, _c(1)), scan_next)
+        b.branch(scan)
+        b.position_at_end(digits)
+        at = b.phi(I64)
+        value = b.phi(I64)
+        at.add_incoming(pos, scan)
+        value.add_incoming(_c(0), scan)
+        in_range = b.icmp_signed("<", at, got)
+        safe = b.select(in_range, at, _c(0))
+        char = b.load(b.gep(data, [safe]))
+        digit = b.sub(b.zext(char, I64), _c(ord("0")))
+        is_digit = b.and_(in_range, b.icmp_unsigned("<", digit, _c(10)))
+        b.cbranch(is_digit, digit_next, finish)
+        b.position_at_end(digit_next)
+        at.add_incoming(b.add(at, _c(1)), digit_next)
+        value.add_incoming(b.add(b.mul(value, _c(10)), digit), digit_next)
+        b.branch(digits)
+        b.position_at_end(finish)
+        with b.if_then(b.icmp_signed("<=", value, _c(0))):
+            b.ret(unknown)  # not the format we know
+        awake = self.load(b, self.awake, "monotonic")
+        # Runnable threads that are neither the caller nor this pool's own awake workers.
+        others = b.sub(b.sub(value, _c(1)), awake)
+        others = b.select(b.icmp_signed("<", others, _c(0)), _c(0), others)
+        idle = b.sub(b.sub(b.load(self.online_cpus), _c(1)), others)
+        b.ret(b.select(b.icmp_signed("<", idle, _c(0)), _c(0), idle))
 
     # ---- the launcher ------------------------------------------------------------------
     def build_launch(self) -> None:
@@ -261,9 +395,12 @@ class _Builder:
         with b.if_then(b.not_(b.extract_value(swap, 1))):
             b.call(target, [_c(0), extent, closure])  # a launch is running: run serially
             b.ret(_c(0, I32))
+
+        def smaller(x: ir.Value, y: ir.Value) -> ir.Value:
+            return b.select(b.icmp_signed("<", x, y), x, y)
+
         # Start workers up to threads - 1 (capped by the slots).
-        want = b.select(b.icmp_signed("<", threads, _c(MAX_WORKERS)), threads, _c(MAX_WORKERS))
-        want = b.sub(want, _c(1))
+        want = b.sub(smaller(threads, _c(MAX_WORKERS)), _c(1))
         start = fn.append_basic_block("start_workers")
         create = fn.append_basic_block("create")
         started = fn.append_basic_block("started")
@@ -281,24 +418,37 @@ class _Builder:
         with b.if_then(ok):
             b.call(self.pthread_detach, [b.load(tid)])
             b.store(index, self.nworkers)
-        b.cbranch(ok, start, started)  # a failure means fewer chunks, not an error
+        b.cbranch(ok, start, started)  # a failure means fewer helpers, not an error
         b.position_at_end(started)
-
-        def smaller(x: ir.Value, y: ir.Value) -> ir.Value:
-            return b.select(b.icmp_signed("<", x, y), x, y)
-
-        # GRAIN chunks per thread (never more than iterations), claimed dynamically.
-        total = smaller(extent, b.mul(threads, _c(GRAIN)))
-        helpers = smaller(
-            smaller(b.load(self.nworkers), b.sub(threads, _c(1))), b.sub(total, _c(1))
-        )
+        helpers = smaller(smaller(b.load(self.nworkers), want), b.sub(extent, _c(1)))
+        # Adaptive: wake no more helpers than there are idle CPUs right now.
+        adaptive = b.icmp_unsigned("!=", b.load(self.adaptive), _c(0))
+        measure = fn.append_basic_block("measure")
+        gated = fn.append_basic_block("gated")
+        ungated = b.block
+        b.cbranch(b.and_(adaptive, b.icmp_signed(">", helpers, _c(0))), measure, gated)
+        b.position_at_end(measure)
+        limited = smaller(helpers, b.call(self.idle_cpus, []))
+        b.branch(gated)
+        b.position_at_end(gated)
+        chosen = b.phi(I64)
+        chosen.add_incoming(helpers, ungated)
+        chosen.add_incoming(limited, measure)
+        helpers = chosen
+        with b.if_then(b.icmp_signed("<=", helpers, _c(0))):
+            # Every other core is busy (or one iteration): the caller does it all.
+            b.call(target, [_c(0), extent, closure])
+            self.store(b, _c(0, I32), self.busy, "release")
+            b.ret(_c(0, I32))
+        # GRAIN chunks per participant (never more than iterations), claimed dynamically.
+        total = smaller(extent, b.mul(b.add(helpers, _c(1)), _c(GRAIN)))
         b.store(target_raw, self.task_fn)
         b.store(closure, self.task_closure)
         b.store(extent, self.task_extent)
-        b.store(total, self.task_chunks)
-        b.store(_c(0), self.next_chunk)
-        self.store(b, b.trunc(helpers, I32), self.pending)
+        self.store(b, _c(0, I32), self.finished)
         self.store(b, _c(0, I32), self.launcher_sleeping)
+        epoch = b.add(b.lshr(self.load(b, self.claim), _c(32)), _c(1))
+        self.store(b, b.or_(b.shl(epoch, _c(32)), b.shl(total, _c(16))), self.claim)
         head = fn.append_basic_block("publish")
         body = fn.append_basic_block("publish_body")
         run = fn.append_basic_block("run_first")
@@ -318,11 +468,12 @@ class _Builder:
         b.branch(head)
         b.position_at_end(run)
         b.call(self.run_chunks, [])
+        chunks = b.trunc(total, I32)
         self.spin_wait(
             b,
             fn,
-            lambda bb: bb.icmp_unsigned("==", self.load(bb, self.pending, "acquire"), _c(0, I32)),
-            self.pending,
+            lambda bb: bb.icmp_unsigned("==", self.load(bb, self.finished, "acquire"), chunks),
+            self.finished,
             self.launcher_sleeping,
             "join",
         )
@@ -333,22 +484,24 @@ class _Builder:
         m = self.module
         reset = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "relaxvm_llvm_pool_reset")
         b = ir.IRBuilder(reset.append_basic_block("entry"))
-        for var in (self.busy, self.pending, self.launcher_sleeping, self.nworkers):
+        for var in (self.busy, self.finished, self.launcher_sleeping, self.nworkers, self.awake):
             b.store(ir.Constant(var.type.pointee, None), var)
         for var in (self.seq, self.sleeping):
             b.store(ir.Constant(var.type.pointee, None), var)
+        b.store(_c(0), self.claim)
         b.ret_void()
         count = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_workers")
         b = ir.IRBuilder(count.append_basic_block("entry"))
         b.ret(b.load(self.nworkers))
+        idle = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_idle_cpus")
+        b = ir.IRBuilder(idle.append_basic_block("entry"))
+        b.ret(b.call(self.idle_cpus, []))
 
 
-def build_native_pool(python_flag: str, python_launch: str, num_threads: str) -> NativePool | None:
+def build_native_pool(names: PoolSymbols) -> NativePool | None:
     """Compile the pool, or None where it is not supported (not Linux, unknown CPU).
 
-    The three names are process symbols registered beforehand with ``llvm.add_symbol``: an
-    ``int64`` flag (nonzero: send launches to the Python launcher), the Python launcher and
-    the ``int64`` thread count.
+    ``names`` are process symbols registered beforehand with ``llvm.add_symbol``.
     """
     futex = _SYS_FUTEX.get(platform.machine().lower())
     if not sys.platform.startswith("linux") or futex is None:
@@ -356,8 +509,9 @@ def build_native_pool(python_flag: str, python_launch: str, num_threads: str) ->
     from .jit import LLVM_LOCK, _ensure_initialized
 
     _ensure_initialized()
-    gen = _Builder(python_flag, python_launch, num_threads, futex)
+    gen = _Builder(names, futex)
     gen.build_run_chunks()
+    gen.build_idle_cpus()
     gen.build_worker()
     gen.build_launch()
     gen.build_helpers()
@@ -370,9 +524,11 @@ def build_native_pool(python_flag: str, python_launch: str, num_threads: str) ->
         launch = engine.get_function_address("relaxvm_llvm_pool_launch")
         reset = engine.get_function_address("relaxvm_llvm_pool_reset")
         workers = engine.get_function_address("relaxvm_llvm_pool_workers")
+        idle = engine.get_function_address("relaxvm_llvm_pool_idle_cpus")
     return NativePool(
         launch_address=launch,
         reset=ctypes.CFUNCTYPE(None)(reset),
         workers=ctypes.CFUNCTYPE(ctypes.c_int64)(workers),
+        idle_cpus=ctypes.CFUNCTYPE(ctypes.c_int64)(idle),
         engine=engine,
     )

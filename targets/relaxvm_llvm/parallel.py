@@ -28,9 +28,20 @@ chooses. Rules of the Python pool:
 Both pools never wait for a busy pool (a concurrent launch runs serially) and restart from
 scratch in a forked child.
 
+**Adaptive parallelism** (on by default): a parallel launch must never be slower than running
+the loop on the calling thread, whatever else runs on the machine. A helper that waits for a
+core (numpy's OpenBLAS threads spin for about 0.1 s after every BLAS call; another busy
+process; a second VM in another Python thread) would hold the launch up for a whole scheduler
+time slice. So each launch first reads how many threads are runnable on the machine
+(``/proc/loadavg``; about a microsecond) and wakes no more helpers than there are idle CPUs;
+with none idle, the calling thread runs the loop alone. The native pool also never waits for
+a helper that has not claimed work yet (see :mod:`.native_pool`). Where ``/proc/loadavg``
+cannot be read, every core counts as idle.
+
 Environment: ``RELAXVM_NUM_THREADS`` (threads per parallel loop, default: the CPUs this process
-may run on), ``RELAXVM_PARALLEL_CUTOFF`` (work units below which loops run serially) and
-``RELAXVM_PARALLEL_BACKEND``.
+may run on), ``RELAXVM_PARALLEL_CUTOFF`` (work units below which loops run serially),
+``RELAXVM_PARALLEL_BACKEND`` and ``RELAXVM_PARALLEL_ADAPTIVE`` (``0`` turns the idle-CPU check
+off: helpers are always woken).
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ import os
 import queue
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -49,11 +62,15 @@ from .codegen_parallel import LAUNCH_SYMBOL, NUM_THREADS_SYMBOL, PARALLEL_CUTOFF
 __all__ = [
     "BACKENDS",
     "DEFAULT_PARALLEL_CUTOFF",
+    "always_parallel",
     "get_num_threads",
+    "get_parallel_adaptive",
     "get_parallel_backend",
     "get_parallel_cutoff",
+    "idle_cpus",
     "native_workers",
     "set_num_threads",
+    "set_parallel_adaptive",
     "set_parallel_backend",
     "set_parallel_cutoff",
     "take_last_error",
@@ -67,6 +84,8 @@ BACKENDS = ("native", "python")
 #: Process symbols of the native pool's link to the Python one.
 PYTHON_FLAG_SYMBOL = "relaxvm_llvm_parallel_use_python"
 PYTHON_LAUNCH_SYMBOL = "relaxvm_llvm_parallel_python_launch"
+ADAPTIVE_SYMBOL = "relaxvm_llvm_parallel_adaptive"
+ONLINE_CPUS_SYMBOL = "relaxvm_llvm_online_cpus"
 
 LAUNCH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 RANGE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -75,6 +94,8 @@ RANGE_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_voi
 _num_threads = ctypes.c_int64(1)
 _cutoff = ctypes.c_int64(DEFAULT_PARALLEL_CUTOFF)
 _use_python = ctypes.c_int64(0)
+_adaptive = ctypes.c_int64(1)
+_online_cpus = ctypes.c_int64(1)
 _native: Any = None  # native_pool.NativePool, when built
 _range_fns: dict[int, Any] = {}
 _local = threading.local()
@@ -88,6 +109,29 @@ def _default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+_LOADAVG = "/proc/loadavg"
+_loadavg_fd: int | None = None  # opened on first use; -1 when it cannot be read
+
+
+def _python_idle_cpus() -> int:
+    """The Python pool's reading of idle CPUs (the native pool has its own, in LLVM IR)."""
+    global _loadavg_fd
+    unknown = 1 << 30
+    if _loadavg_fd is None:
+        try:
+            _loadavg_fd = os.open(_LOADAVG, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            _loadavg_fd = -1
+    if _loadavg_fd < 0:
+        return unknown
+    try:
+        running = int(os.pread(_loadavg_fd, 64, 0).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return unknown
+    # The Python pool's workers block on queues: only the caller is runnable among ours.
+    return max(0, int(_online_cpus.value) - 1 - max(0, running - 1))
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -145,6 +189,8 @@ class _Pool:
             return
         try:
             chunks = min(self.size, extent)
+            if _adaptive.value and chunks > 1:
+                chunks = min(chunks, 1 + _python_idle_cpus())
             bounds = [extent * k // chunks for k in range(chunks + 1)]
             for k in range(1, chunks):
                 self.queues[k - 1].put((fn, bounds[k], bounds[k + 1], closure))
@@ -216,7 +262,11 @@ def ensure_symbols() -> None:
             return
         _num_threads.value = _env_int("RELAXVM_NUM_THREADS", _default_threads(), 1)
         _cutoff.value = _env_int("RELAXVM_PARALLEL_CUTOFF", DEFAULT_PARALLEL_CUTOFF, 0)
+        _adaptive.value = _env_int("RELAXVM_PARALLEL_ADAPTIVE", 1, 0)
+        _online_cpus.value = max(1, os.cpu_count() or 1)
         python_address = ctypes.cast(_launch_callback, ctypes.c_void_p).value
+        llvm.add_symbol(ADAPTIVE_SYMBOL, ctypes.addressof(_adaptive))
+        llvm.add_symbol(ONLINE_CPUS_SYMBOL, ctypes.addressof(_online_cpus))
         llvm.add_symbol(NUM_THREADS_SYMBOL, ctypes.addressof(_num_threads))
         llvm.add_symbol(PARALLEL_CUTOFF_SYMBOL, ctypes.addressof(_cutoff))
         llvm.add_symbol(PYTHON_FLAG_SYMBOL, ctypes.addressof(_use_python))
@@ -230,10 +280,16 @@ def ensure_symbols() -> None:
             )
             wanted = "native"
         try:
-            from .native_pool import build_native_pool
+            from .native_pool import PoolSymbols, build_native_pool
 
             _native = build_native_pool(
-                PYTHON_FLAG_SYMBOL, PYTHON_LAUNCH_SYMBOL, NUM_THREADS_SYMBOL
+                PoolSymbols(
+                    python_flag=PYTHON_FLAG_SYMBOL,
+                    python_launch=PYTHON_LAUNCH_SYMBOL,
+                    num_threads=NUM_THREADS_SYMBOL,
+                    adaptive=ADAPTIVE_SYMBOL,
+                    online_cpus=ONLINE_CPUS_SYMBOL,
+                )
             )
         except Exception as err:  # an LLVM problem must not take parallel loops away
             warnings.warn(
@@ -315,6 +371,57 @@ def set_parallel_backend(name: str) -> None:
     if name == "native" and _native is None:
         raise ValueError("set_parallel_backend: the native pool is not available here")
     _use_python.value = 1 if name == "python" else 0
+
+
+def get_parallel_adaptive() -> bool:
+    """Whether launches wake helpers only for idle CPUs (``RELAXVM_PARALLEL_ADAPTIVE``)."""
+    ensure_symbols()
+    return bool(_adaptive.value)
+
+
+def set_parallel_adaptive(enabled: bool) -> None:
+    """Turn the idle-CPU check of parallel launches on (the default) or off.
+
+    Off, every launch wakes ``get_num_threads() - 1`` helpers even when the other cores are
+    busy, and may then wait a scheduler time slice for one of them (tests that must exercise
+    the pool use this; programs should not need to).
+
+    Raises
+    ------
+    TypeError
+        ``enabled`` is not a bool.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_parallel_adaptive: enabled must be a bool, got {enabled!r}")
+    ensure_symbols()
+    _adaptive.value = 1 if enabled else 0
+
+
+@contextmanager
+def always_parallel(threads: int = 2) -> Iterator[None]:
+    """Within the block, every parallel loop runs on the pool: at least ``threads`` threads,
+    no serial cutoff, helpers woken even when the other cores are busy (for tests that must
+    exercise the parallel code paths whatever the machine's load). Restores the settings on
+    exit."""
+    saved = (get_num_threads(), get_parallel_cutoff(), get_parallel_adaptive())
+    set_num_threads(max(threads, saved[0]))
+    set_parallel_cutoff(0)
+    set_parallel_adaptive(False)
+    try:
+        yield
+    finally:
+        set_num_threads(saved[0])
+        set_parallel_cutoff(saved[1])
+        set_parallel_adaptive(saved[2])
+
+
+def idle_cpus() -> int:
+    """CPUs with nothing runnable on them right now besides the calling thread, as the next
+    adaptive launch would see it (a large number when ``/proc/loadavg`` cannot be read)."""
+    ensure_symbols()
+    if _native is not None and not _use_python.value:
+        return int(_native.idle_cpus())
+    return _python_idle_cpus()
 
 
 def native_workers() -> int:

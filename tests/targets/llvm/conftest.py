@@ -42,17 +42,12 @@ def _assert_same(ref: list[Any], out: list[Any], rtol: float = 1e-6, atol: float
 
 @pytest.fixture
 def parallel_always() -> Iterator[None]:
-    """Force parallel loops onto the thread pool (cutoff 0, at least 2 threads)."""
+    """Force parallel loops onto the thread pool (cutoff 0, at least 2 threads, helpers woken
+    even when the other cores are busy)."""
     from relaxvm_llvm import parallel
 
-    threads, cutoff = parallel.get_num_threads(), parallel.get_parallel_cutoff()
-    parallel.set_num_threads(max(2, threads))
-    parallel.set_parallel_cutoff(0)
-    try:
+    with parallel.always_parallel():
         yield
-    finally:
-        parallel.set_num_threads(threads)
-        parallel.set_parallel_cutoff(cutoff)
 
 
 @pytest.fixture

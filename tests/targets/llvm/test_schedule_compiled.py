@@ -25,16 +25,11 @@ def _always_parallel() -> Iterator[None]:
     """Dispatch every parallel loop to the thread pool, however small its work."""
     try:
         from relaxvm_llvm import parallel
-
-        saved_cutoff, saved_threads = parallel.get_parallel_cutoff(), parallel.get_num_threads()
     except ImportError:  # no llvmlite: only the interpreter tests run
         yield
         return
-    parallel.set_parallel_cutoff(0)
-    parallel.set_num_threads(2)
-    yield
-    parallel.set_parallel_cutoff(saved_cutoff)
-    parallel.set_num_threads(saved_threads)
+    with parallel.always_parallel():
+        yield
 
 
 def build(func: PrimFunc, config: CpuConfig = HOST):  # type: ignore[no-untyped-def]

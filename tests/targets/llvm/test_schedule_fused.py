@@ -86,15 +86,11 @@ def test_fused_kernels_compiled(fused: dict[str, PrimFunc]) -> None:
     from relaxvm_llvm.target import build
 
     host = replace(cpu_config(None), parallel_cutoff=0)
-    saved = parallel.get_parallel_cutoff()
-    parallel.set_parallel_cutoff(0)
-    try:
+    with parallel.always_parallel(threads=1):
         for func in fused.values():
             scheduled = schedule_prim_func(func, host)
             kernel = build(scheduled)[scheduled.name]
             _compare(func, scheduled, kernel)
-    finally:
-        parallel.set_parallel_cutoff(saved)
 
 
 def test_schedule_pass_on_a_fused_module() -> None:

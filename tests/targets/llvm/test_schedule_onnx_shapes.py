@@ -38,12 +38,8 @@ LANES = HOST.lanes("float32")
 def _always_parallel() -> Iterator[None]:
     from relaxvm_llvm import parallel
 
-    saved_cutoff, saved_threads = parallel.get_parallel_cutoff(), parallel.get_num_threads()
-    parallel.set_parallel_cutoff(0)
-    parallel.set_num_threads(2)
-    yield
-    parallel.set_parallel_cutoff(saved_cutoff)
-    parallel.set_num_threads(saved_threads)
+    with parallel.always_parallel():
+        yield
 
 
 def build(func: PrimFunc, config: CpuConfig = HOST) -> tuple[Any, str]:
