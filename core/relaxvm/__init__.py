@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     # The ``x as x`` form marks them as re-exports.
     from . import backend as backend
     from . import cli as cli
+    from . import frontend as frontend
     from . import ir as ir
     from . import nd as nd
     from . import registry as registry
@@ -88,6 +89,7 @@ _LAZY_SUBMODULES: dict[str, str] = {
     "backend": "relaxvm.backend",
     "cli": "relaxvm.cli",
     "extensions": "relaxvm.registry.extensions",
+    "frontend": "relaxvm.frontend",
     "hookspecs": "relaxvm.registry.hookspecs",
     "ir": "relaxvm.ir",
     "nd": "relaxvm.nd",

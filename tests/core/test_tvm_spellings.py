@@ -108,6 +108,50 @@ def test_from_import_of_lazy_names():
     assert transform.PassContext is relaxvm.transform.pass_infra.PassContext
 
 
+_IMPORT_STATEMENTS = """
+import sys
+import relaxvm
+from relaxvm.relax.frontend.onnx import from_onnx
+import relaxvm.relax.transform
+import relaxvm.relax.analysis as analysis
+from relaxvm.relax.op import nn
+from relaxvm.relax import frontend
+import relaxvm.frontend.onnx
+import relaxvm.ir.relax.analysis
+
+assert from_onnx is relaxvm.frontend.onnx.from_onnx
+assert relaxvm.relax.transform is relaxvm.transform
+assert analysis is relaxvm.ir.relax.analysis
+assert nn is relaxvm.ir.relax.op.nn
+assert frontend is relaxvm.frontend is relaxvm.relax.frontend
+# one module object per real module: no copy loaded under the alias
+assert sys.modules["relaxvm.relax.frontend.onnx"] is sys.modules["relaxvm.frontend.onnx"]
+assert sys.modules["relaxvm.relax.frontend.onnx"].__name__ == "relaxvm.frontend.onnx"
+for missing in ("relaxvm.relax.nosuch", "relaxvm.relax.frontend.nosuch"):
+    try:
+        __import__(missing)
+    except ModuleNotFoundError as err:
+        assert str(err) == f"No module named {missing!r}", str(err)
+    else:
+        raise AssertionError(missing)
+print("ok")
+"""
+
+
+def test_tvm_import_statements_reach_the_real_modules():
+    """``from tvm.relax.frontend.onnx import from_onnx`` with only the import line changed."""
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_STATEMENTS], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_frontend_is_a_lazy_attribute():
+    assert relaxvm.frontend.detach_params is not None
+    assert relaxvm.relax.frontend is relaxvm.frontend
+
+
 # ---- relaxvm.nd ------------------------------------------------------------------------------
 def test_nd_array_copies_and_keeps_dtype():
     source = np.arange(6, dtype="int32").reshape(2, 3)
