@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "build",
+    "describe_host",
     "get_num_threads",
     "load",
     "serialize",
@@ -24,6 +25,10 @@ def __getattr__(name: str) -> Any:
         from . import target
 
         return getattr(target, name)
+    if name == "describe_host":
+        from .schedule.config import describe_host
+
+        return describe_host
     if name in ("get_num_threads", "set_num_threads", "set_parallel_cutoff", "get_parallel_cutoff"):
         from . import parallel
 

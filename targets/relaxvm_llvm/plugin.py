@@ -57,10 +57,18 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
             load=_load,
             export_shared=_export_shared,
             doc="CPU kernels compiled with LLVM (llvmlite): vectorized, multi-threaded",
+            # The same names as relaxvm_llvm.schedule.config.TARGET_ATTRS (not imported:
+            # loading the plugin must stay cheap), which the target checks attributes against.
             options={
                 "mcpu": "LLVM CPU name (default: the host CPU)",
                 "mattr": "LLVM CPU features (default: the host's)",
                 "fastmath": "fast-math flags: contract,reassoc,nsz (default), fast or strict",
+                "num-threads": "threads the schedules plan for (default: the CPUs)",
+                "vector-bits": "schedule vector width: 128, 256 or 512 (default: the CPU's)",
+                "tile": "matmul register tile ROWSxVECTORS (default: from the registers)",
+                "l2-bytes": "per-core L2 size (default: from sysfs, else 512K)",
+                "l1-bytes": "per-core L1d size (default: from sysfs, else 32K)",
+                "pack": "pack matmul operands into panels: 1 (default) or 0",
             },
         )
     )

@@ -59,6 +59,8 @@ _PREFIX = struct.Struct("<8sII")
 _TAG = security.TAG_SIZE
 _MAX_HEADER = 64 << 20
 _MAX_KERNELS = 100_000
+#: Longest schedule description a header may carry.
+MAX_SCHEDULE_TEXT = 512
 
 # Everything that reaches LLVM's target machine is held to these patterns first: LLVM aborts
 # the process on some malformed strings (a feature without +/-), and a name is all it needs.
@@ -94,15 +96,21 @@ class LoadedData:
     authentic : bool
         The tag verifies under this user's key: the object code is what a compiler this
         user trusts produced.
+    schedule : str
+        The schedule choice recorded at build time (``CpuConfig.describe()``; empty when the
+        file has none): text for ``relaxvm inspect``, never used to build anything.
     """
 
     compiled: CompiledObject
     tir: bytes
     authentic: bool
+    schedule: str = ""
 
 
-def dumps(compiled: CompiledObject, tir: bytes = b"") -> bytes:
-    """Serialize compiled kernels and their TIR, tagged with the user's key.
+def dumps(compiled: CompiledObject, tir: bytes = b"", schedule: str = "") -> bytes:
+    """Serialize compiled kernels and their TIR, tagged with the user's key; ``schedule``
+    (optional, printable, at most :data:`MAX_SCHEDULE_TEXT` characters) is stored in the
+    header for ``relaxvm inspect``.
 
     Without a usable key (:class:`relaxvm.security.KeyFileError`) the tag is left blank with
     a warning: the file still loads, by rebuilding its kernels from the TIR.
@@ -120,6 +128,8 @@ def dumps(compiled: CompiledObject, tir: bytes = b"") -> bytes:
         "tir_size": len(tir),
         "kernels": [s.to_json() for s in compiled.signatures],
     }
+    if schedule:  # optional: readers that predate it ignore the key
+        header["schedule"] = schedule[:MAX_SCHEDULE_TEXT]
     raw = json.dumps(header, sort_keys=True).encode("utf-8")
     body = b"".join((_PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw)), raw, tir, compiled.object_code))
     try:
@@ -275,7 +285,7 @@ def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
             pass  # no usable key: nothing verifies, the kernels are rebuilt
     info = jit.TargetInfo(fields["cpu"], fields["features"], tuple(fields["fastmath"]))
     compiled = CompiledObject(obj, fields["kernels"], info)
-    return LoadedData(compiled, data[tir_start:obj_start], authentic)
+    return LoadedData(compiled, data[tir_start:obj_start], authentic, fields["schedule"])
 
 
 def _size(header: dict[str, Any], key: str) -> int:
@@ -311,4 +321,10 @@ def _fields(header: dict[str, Any]) -> dict[str, Any]:
     if len({s.name for s in signatures}) != len(signatures):
         raise ValueError("two kernels share a name")
     out["kernels"] = signatures
+    schedule = header.get("schedule", "")
+    if not isinstance(schedule, str) or len(schedule) > MAX_SCHEDULE_TEXT:
+        raise TypeError(f"schedule must be a string of at most {MAX_SCHEDULE_TEXT} characters")
+    if not schedule.isprintable():
+        raise ValueError("schedule must be printable text")
+    out["schedule"] = schedule
     return out

@@ -13,6 +13,14 @@ Target attributes (``Target("llvm -mcpu=... -mattr=... -fastmath=...")``):
     ``arcp``, ``afn``, or ``strict`` (none) or ``fast`` (all of those; never ``nnan`` or
     ``ninf``, which would break NaN/inf handling). Default ``contract,reassoc,nsz``: FMA
     contraction and vectorized reductions, with results equal up to rounding.
+``num-threads``, ``vector-bits``, ``tile``, ``l2-bytes``, ``l1-bytes``, ``pack``
+    What the schedules size kernels for, instead of the host's values
+    (:func:`relaxvm_llvm.schedule.cpu_config`, ``docs/llvm_target.md`` "Host-aware code
+    generation"); ``-vector-bits`` wider than the CPU's vectors is refused.
+
+Any other attribute, or a malformed value, raises :class:`relaxvm.target.TargetError` naming
+it. The schedule choice is recorded in the module (:meth:`LLVMModule.describe`) and in its
+exports, for ``relaxvm inspect``.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from .codegen import CompiledObject, compile_prim_funcs
 from .errors import LLVMBuildError
 from .kernel import Kernel
 from .progress import Progress
+from .schedule.config import check_target_attrs, cpu_config
 from .serialize import check_cpu, dumps, read
 from .tir_data import UnencodableTIR, decode, encode
 from .tir_guard import harden
@@ -88,6 +97,14 @@ class LLVMModule(Module):
         self._prim_funcs = list(prim_funcs) if prim_funcs is not None else None
         self._tir = tir
         self.rebuilt = False
+        #: The schedule choice the kernels were built with (``CpuConfig.describe()``), or "".
+        self.schedule = ""
+
+    def describe(self) -> str:
+        """One line on how the kernels were scheduled (vector width, register tile, cache
+        sizes, packing, threads), as recorded when they were built; empty if unknown. Shown
+        by ``relaxvm inspect`` for the kernels of an exported executable."""
+        return self.schedule
 
     def tir_bytes(self) -> bytes:
         """The kernels' TIR as :mod:`relaxvm_llvm.tir_data` bytes (empty when unknown)."""
@@ -173,6 +190,7 @@ def target_info(target: Any = None) -> jit.TargetInfo:
         raise LLVMBuildError(
             f"llvm target: mcpu and mattr must be strings, got {cpu!r}, {features!r}"
         )
+    check_target_attrs(dict(attrs))  # unknown attributes and bad values: TargetError
     return jit.TargetInfo(cpu, features, _fastmath(attrs.get("fastmath")))
 
 
@@ -214,8 +232,13 @@ def build(mod: Any, target: Any = None) -> LLVMModule:
     ------
     LLVMBuildError
         A kernel uses an unsupported construct or LLVM rejects it (naming the kernel).
+    relaxvm.target.TargetError
+        An unknown target attribute or a malformed value (naming it).
     """
-    return _build(_prim_funcs(mod), target_info(target))
+    info = target_info(target)
+    module = _build(_prim_funcs(mod), info)
+    module.schedule = cpu_config(target).describe()
+    return module
 
 
 def _build(funcs: list[tuple[str, PrimFunc]], info: jit.TargetInfo) -> LLVMModule:
@@ -258,7 +281,7 @@ def serialize(module: Module) -> bytes:
             key = _tir_key(tir, module.compiled.info)
             if not store.path(key).exists():
                 store.put(key, module.compiled)
-    return dumps(module.compiled, tir)
+    return dumps(module.compiled, tir, module.schedule)
 
 
 def _tir_key(tir: bytes, info: jit.TargetInfo) -> str:
@@ -303,6 +326,12 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> LLVMModule:
         or TIR that does not compile to the kernels the file declares.
     """
     loaded = read(data)
+    module = _load(loaded, trust)
+    module.schedule = loaded.schedule
+    return module
+
+
+def _load(loaded: Any, trust: bool) -> LLVMModule:
     if loaded.authentic or trust or object_code_trusted():
         check_cpu(loaded.compiled.info.cpu, loaded.compiled.info.features)
         try:

@@ -10,7 +10,9 @@ Subcommands
     broken plugin is listed with its reason, and the command exits with status 1
     (:mod:`relaxvm.cli.plugin_list`).
 ``inspect FILE``
-    Show a saved executable as text, as Python, or as statistics.
+    Show a saved executable as text, as Python, or as statistics, then one line per kernel
+    library that describes itself (how its kernels were built, e.g. the llvm target's
+    vector width, register tile and cache sizes).
 ``run FILE``
     Run a function of a saved executable on inputs from ``.npy`` / ``.npz`` files and
     ``--arg NAME=VALUE`` scalars, bound by parameter name (:mod:`relaxvm.cli.inputs`).
@@ -183,7 +185,9 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
     inspect = commands.add_parser(
         "inspect",
         help="show a saved executable",
-        description="Load an executable written by Executable.save and print it.",
+        description="Load an executable written by Executable.save or export_library and "
+        "print it, then, for an export, one line per kernel library on how its kernels were "
+        "built (for llvm: vector width, register tile, cache sizes, packing, threads).",
     )
     inspect.add_argument("file", metavar="FILE")
     view = inspect.add_mutually_exclusive_group()
@@ -242,7 +246,25 @@ def _cmd_inspect(options: argparse.Namespace) -> int:
     render = {"text": ex.as_text, "python": ex.as_python, "stats": ex.stats}[options.view]
     text = render()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    comment = "# " if options.view == "python" else ""  # the Python view stays runnable
+    for line in _kernel_lib_lines(ex):
+        sys.stdout.write(f"{comment}{line}\n")
     return 0
+
+
+def _kernel_lib_lines(ex: Any) -> list[str]:
+    """What each kernel library of ``ex`` says about how it was built: a module may offer
+    ``describe() -> str`` (core knows no target; a kind's modules define it if they wish)."""
+    lines = []
+    for kind_name, _target, module in getattr(ex, "kernel_libs", ()):
+        describe = getattr(module, "describe", None)
+        text = describe() if callable(describe) else ""
+        if not isinstance(text, str) or not text:
+            continue
+        # The text comes from the file: keep one line of printable characters.
+        text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(text.split()))
+        lines.append(text if text.startswith(kind_name) else f"{kind_name}: {text}")
+    return lines
 
 
 # -- run ---------------------------------------------------------------------------------------
