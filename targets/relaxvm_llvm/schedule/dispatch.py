@@ -14,6 +14,7 @@ from .config import CpuConfig, cpu_config
 from .epilogue import Epilogue, find_epilogue
 from .guards import has_guard, materialize_padding, unguard
 from .injective import schedule_injective_stage
+from .packing import no_prepacking, prepacked_packing
 from .plan import TilePlan, plan_tile, transposed_operand
 from .reduction import lane_width, schedule_reduction_stage
 from .small import with_small_rows
@@ -82,6 +83,8 @@ def _dense_plan(stage: Stage, epilogue: Epilogue, config: CpuConfig) -> TilePlan
     plan = plan_tile(stage, epilogue, config, dense=True)
     if plan is None or plan.row_var is None:
         return None
+    if prepacked_packing(stage, plan) is not None:  # packed at compile time: any rows
+        return plan
     rows = next(lp.extent for lp in stage.loops if lp.loop_var is plan.row_var)
     const = static_extent(rows)
     if const is not None and const < DENSE_MIN_ROWS:
@@ -91,7 +94,11 @@ def _dense_plan(stage: Stage, epilogue: Epilogue, config: CpuConfig) -> TilePlan
 
 def _dense(stage: Stage, epilogue: Epilogue, plan: TilePlan, config: CpuConfig) -> Stmt:
     """Packed register tiles for enough rows, else vectorized dot products; with a symbolic
-    row count both are emitted and chosen at run time."""
+    row count both are emitted and chosen at run time. With ``W`` packed at compile time
+    (:mod:`.prepack`) the stage is a plain matmul on the packed copy: the small-row path for
+    few rows, the register tiles for many."""
+    if prepacked_packing(stage, plan) is not None:
+        return with_small_rows(stage, epilogue, plan, config)
     tiled = schedule_tiled_reduction(stage, epilogue, plan, config, dense=True)
     rows = next(lp.extent for lp in stage.loops if lp.loop_var is plan.row_var)
     if static_extent(rows) is not None:
@@ -139,9 +146,10 @@ def _schedule(func: PrimFunc, config: CpuConfig, where: str) -> tuple[PrimFunc, 
                 assert tiles.init is not None
                 direct = Epilogue(by_channel.scratch, tiles.init.indices, epilogue.acc,
                                   epilogue.acc, [], [])  # fmt: skip
-                tiled = schedule_tiled_reduction(
-                    tiles, direct, by_channel.plan, config, dense=True, clamp_rows=True
-                )
+                with no_prepacking():  # channel tiles read a rewritten stage
+                    tiled = schedule_tiled_reduction(
+                        tiles, direct, by_channel.plan, config, dense=True, clamp_rows=True
+                    )
                 new_stmts.append(tiled)
                 new_stmts.append(schedule_injective_stage(by_channel.copy, config))
                 scratch.append(by_channel.scratch)
@@ -287,15 +295,23 @@ def schedule_module(mod: Any, target: Any = None) -> Any:
     return result
 
 
-def schedule_pass(target: Any = None) -> Any:
+def schedule_pass(target: Any = None, prepack: bool = True) -> Any:
     """A module pass applying :func:`schedule_module` for ``target`` (what the ``llvm``
     target kind's ``relax_passes`` hook can return, so the default pipeline schedules every
-    kernel after fusion)."""
+    kernel after fusion).
+
+    With ``prepack`` (and packing on in the target, ``-pack``), matmul-like kernels called
+    with a constant weight first get a variant reading a copy of it packed at compile time
+    (:mod:`.prepack`)."""
     from relaxvm.transform import module_pass
+
+    from .prepack import prepack_module
 
     config = cpu_config(target)
 
     def run(mod: Any, ctx: Any) -> Any:
+        if prepack and config.pack and hasattr(mod, "copy") and hasattr(mod, "update_func"):
+            mod = prepack_module(mod, config)
         return schedule_module(mod, config)
 
     return module_pass(run, name="ScheduleCPU")

@@ -1,9 +1,20 @@
 """Data layout for the tiles: packing the reused operand tile by tile, and column blocks
-sized for the L2 cache (see :mod:`.tile`)."""
+sized for the L2 cache (see :mod:`.tile`).
+
+When the operand is a constant of the model, :mod:`.prepack` packs it once at compile time:
+inside :func:`prepacking`, :func:`choose_packing` turns a load of an *offered* parameter
+buffer into a :class:`Packing` whose buffer is a new parameter (``prepacked``), with no copy
+stage; :attr:`Packing.layout` says how to build it from the original with numpy.
+"""
 
 from __future__ import annotations
 
-from relaxvm.ir import PrimExpr, Var
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.expr_functor import free_vars, substitute
 from relaxvm.ir.op import floordiv
 from relaxvm.ir.structural import structural_equal
@@ -14,29 +25,115 @@ from .epilogue import rewrite_loads
 from .plan import TilePlan, transposed_operand
 from .stages import Stage, loads_of, static_extent, vector_access
 
-__all__ = ["Packing", "choose_packing", "column_blocks"]
+__all__ = [
+    "PackLayout",
+    "Packing",
+    "Prepacking",
+    "choose_packing",
+    "column_blocks",
+    "no_prepacking",
+    "prepacked_packing",
+    "prepacking",
+]
+
+
+@dataclass(frozen=True)
+class PackLayout:
+    """How a packed copy is built from the operand ``B``:
+    ``packed[t, k0, ..., lane] = B[idx]`` where ``axes[d]`` says what index ``d`` of ``B`` is:
+    ``("k", i)`` the ``i``-th reduction loop, ``("n", 0)`` the column ``t * cols + lane``, or
+    ``("c", value)`` a constant. Columns past ``columns`` (the last, partial tile) are zero."""
+
+    cols: int
+    columns: int
+    red_extents: tuple[int, ...]
+    axes: tuple[tuple[str, int], ...]
+
+    @property
+    def tiles(self) -> int:
+        """Tiles in the packed copy: every column, the last tile padded."""
+        return -(-self.columns // self.cols)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The packed copy's shape, ``(tiles, *red_extents, cols)``."""
+        return (self.tiles, *self.red_extents, self.cols)
+
+
+@dataclass
+class Prepacking:
+    """The state of one :func:`prepacking` scope: the parameter buffers offered, and the
+    packed buffer (with its layout) made for each one the schedules chose to read packed.
+    A buffer asked for with two different layouts is a conflict (left unpacked)."""
+
+    offered: frozenset[Buffer]
+    made: dict[Buffer, tuple[PackLayout, Buffer]] = field(default_factory=dict)
+    conflicts: set[Buffer] = field(default_factory=set)
+
+
+_PREPACKING: ContextVar[Prepacking | None] = ContextVar("relaxvm_llvm_prepacking", default=None)
+
+
+@contextmanager
+def prepacking(buffers: Iterable[Buffer]) -> Iterator[Prepacking]:
+    """Within the block, schedules read the offered parameter buffers from packed copies
+    made at compile time (see :mod:`.prepack`) wherever they can."""
+    state = Prepacking(frozenset(buffers))
+    token = _PREPACKING.set(state)
+    try:
+        yield state
+    finally:
+        _PREPACKING.reset(token)
+
+
+@contextmanager
+def no_prepacking() -> Iterator[None]:
+    """Within the block, nothing is offered (schedules whose layouts :mod:`.prepack` does
+    not handle)."""
+    token = _PREPACKING.set(None)
+    try:
+        yield
+    finally:
+        _PREPACKING.reset(token)
 
 
 class Packing:
     """A copy of the reused operand (``B`` of a matmul) laid out tile by tile,
     ``packed[tile, k..., lane] = B[k..., tile * V + lane]``, so the tile's inner loop reads
     consecutive memory instead of one row of ``B`` per ``k`` (fewer TLB misses, sequential
-    prefetch)."""
+    prefetch).
 
-    def __init__(self, load: BufferLoad, stage: Stage, plan: TilePlan, col_var: Var) -> None:
+    With ``prepacked`` (a parameter buffer made by :func:`prepacked_packing`), the copy was
+    made at compile time: there is no copy stage, and the last tile is padded with zeros."""
+
+    def __init__(
+        self,
+        load: BufferLoad,
+        stage: Stage,
+        plan: TilePlan,
+        col_var: Var,
+        prepacked: Buffer | None = None,
+    ) -> None:
         self.load, self.col_var, self.cols = load, col_var, plan.cols
         extent = next(lp.extent for lp in stage.loops if lp.loop_var is col_var)
         dtype = str(col_var.dtype)
         self.tiles: PrimExpr = floordiv(extent, plan.cols)
         self.red_vars = [lp.loop_var for lp in stage.reduce_loops]
         self.red_extents = [lp.extent for lp in stage.reduce_loops]
-        self.buffer = Buffer(
-            f"{load.buffer.name}_packed",
-            (self.tiles, *self.red_extents, plan.cols),
-            load.buffer.dtype,
-        )
+        self.prepacked = prepacked is not None
+        if prepacked is not None:
+            self.buffer = prepacked
+            self.tiles = prepacked.shape[0]
+        else:
+            self.buffer = Buffer(
+                f"{load.buffer.name}_packed",
+                (self.tiles, *self.red_extents, plan.cols),
+                load.buffer.dtype,
+            )
         self.tile_var = Var("pack_tile", dtype)
         self.lane = Var("pack_lane", dtype)
+        # The tile index in a rewritten source when the caller substitutes it later.
+        self.panel = Var("pack_panel", dtype)
 
     def rewrite(self, source: PrimExpr, tile: PrimExpr) -> PrimExpr:
         """``source`` reading the packed copy for tile ``tile`` (lanes as ``self.lane``)."""
@@ -91,7 +188,11 @@ def choose_packing(
 ) -> Packing | None:
     """Pack the reused operand when the tile reads it row by row from a wide matrix and
     enough row tiles reuse each packed tile to pay for the copy; a dense reduction's
-    transposed operand is always packed."""
+    transposed operand is always packed. An operand offered by :func:`prepacking` is read
+    from its packed parameter whenever its indices allow (no copy to pay for)."""
+    prepacked = prepacked_packing(stage, plan)
+    if prepacked is not None:
+        return prepacked
     if plan.row_var is None or not (config.pack or dense):
         return None
     assert stage.init is not None and stage.source is not None
@@ -145,3 +246,58 @@ def column_blocks(stage: Stage, plan: TilePlan, config: CpuConfig) -> tuple[int,
         return None
     full_blocks, left = divmod(n, block_cols)
     return block_cols, full_blocks, left
+
+
+def _layout(load: BufferLoad, stage: Stage, col_var: Var, cols: int) -> PackLayout | None:
+    """The layout of a compile-time packed copy of ``load``'s buffer, or None when its
+    indices are not plain loop variables and constants or an extent is symbolic."""
+    red = [lp.loop_var for lp in stage.reduce_loops]
+    extents = [static_extent(lp.extent) for lp in stage.reduce_loops]
+    columns = static_extent(next(lp.extent for lp in stage.loops if lp.loop_var is col_var))
+    if columns is None or any(e is None for e in extents):
+        return None
+    if any(static_extent(d) is None for d in load.buffer.shape):
+        return None
+    axes: list[tuple[str, int]] = []
+    for index in load.indices:
+        if isinstance(index, IntImm):
+            axes.append(("c", index.value))
+        elif index is col_var:
+            axes.append(("n", 0))
+        elif isinstance(index, Var) and any(index is v for v in red):
+            axes.append(("k", next(i for i, v in enumerate(red) if v is index)))
+        else:
+            return None
+    if sum(1 for a in axes if a[0] == "n") != 1 or len(set(axes)) != len(axes):
+        return None
+    return PackLayout(cols, columns, tuple(e for e in extents if e is not None), tuple(axes))
+
+
+def prepacked_packing(stage: Stage, plan: TilePlan) -> Packing | None:
+    """The :class:`Packing` of an operand offered by :func:`prepacking` (read from a packed
+    parameter made at compile time), or None (no scope, nothing offered, or no load of an
+    offered buffer whose layout can be packed)."""
+    state = _PREPACKING.get()
+    if state is None or not state.offered:
+        return None
+    assert stage.init is not None and stage.source is not None
+    col_var = stage.init.indices[-1]
+    if not isinstance(col_var, Var):
+        return None
+    for load in loads_of(stage.source):
+        if load.buffer not in state.offered or load.buffer in state.conflicts:
+            continue
+        layout = _layout(load, stage, col_var, plan.cols)
+        if layout is None:
+            continue
+        made = state.made.get(load.buffer)
+        if made is None:
+            dtype = str(col_var.dtype)
+            shape = [IntImm(dtype, d) for d in layout.shape]
+            packed = Buffer(f"{load.buffer.name}_packed", shape, load.buffer.dtype)
+            made = state.made[load.buffer] = (layout, packed)
+        elif made[0] != layout:
+            state.conflicts.add(load.buffer)
+            continue
+        return Packing(load, stage, plan, col_var, prepacked=made[1])
+    return None

@@ -22,7 +22,8 @@ for a symbolic count) has several times the parallel cutoff of work
 Static row counts up to the register tile's rows (6 with AVX2) use one
 exact ``n``-row tile (narrower, so its accumulators stay in registers); symbolic ones
 one-row tiles, and :func:`with_small_rows` chooses between this path and the
-packed tiles at run time.
+packed tiles at run time. When ``W`` is a constant packed at compile time (:mod:`.prepack`),
+this path reads the packed copy too (the same one the packed tiles read).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from relaxvm.ir.tir import substitute as substitute_stmt
 from .config import SMALL_PARALLEL_FACTOR, CpuConfig
 from .epilogue import Epilogue
 from .loops import fused_grid, product
+from .packing import prepacked_packing
 from .plan import TilePlan
 from .stages import Stage, static_extent
 from .tile import _TileBuilder, schedule_tiled_reduction
@@ -101,12 +103,20 @@ def small_plan(stage: Stage, plan: TilePlan, config: CpuConfig) -> TilePlan | No
 
 
 def schedule_small_rows(
-    stage: Stage, epilogue: Epilogue, plan: TilePlan, config: CpuConfig
+    stage: Stage,
+    epilogue: Epilogue,
+    plan: TilePlan,
+    config: CpuConfig,
+    layout: TilePlan | None = None,
 ) -> Stmt:
     """The small-row path (see the module docstring) for a stage and ``plan`` from
-    :func:`small_plan`."""
+    :func:`small_plan`. An operand packed at compile time (:mod:`.prepack`) is read from
+    its packed tiles of ``layout.cols`` columns (the packed register tile's plan, which the
+    many-row path of the same kernel reads too): each ``k`` then reads a few consecutive
+    runs of the packed copy instead of a slice of one row of ``W``."""
     assert stage.init is not None and plan.row_var is not None
     builder = _TileBuilder(stage, epilogue, plan)
+    builder.pack = prepacked_packing(stage, layout or plan)
     col_var = builder.col_var
     dtype = str(col_var.dtype)
     row_var = plan.row_var
@@ -125,14 +135,23 @@ def schedule_small_rows(
     col_extent = builder._extent(col_var)
     col_const = static_extent(col_extent)
 
-    def rows_nest(col_base: PrimExpr, cols: int, vec: bool) -> Stmt:
+    def rows_nest(col_base: PrimExpr, cols: int, vec: bool, tile: PrimExpr | None = None) -> Stmt:
+        # ``tile``: the packed tile at ``col_base`` (a prepacked operand's tiles divide ours).
         if rows_const is not None:  # one exact tile covers every row
-            body = builder.tile(IntImm(str(row_var.dtype), 0), rows_const, col_base, cols, vec)
+            zero = IntImm(str(row_var.dtype), 0)
+            body = builder.tile(zero, rows_const, col_base, cols, vec, tile)
         else:
             row = Var(row_var.name, row_var.dtype)
             body = For(row, 0, row_loop.extent, ForKind.SERIAL,
-                       builder.tile(row, 1, col_base, cols, vec))  # fmt: skip
+                       builder.tile(row, 1, col_base, cols, vec, tile))  # fmt: skip
         return body
+
+    def packed_tile(first: PrimExpr) -> PrimExpr | None:
+        """The packed tile at column tile ``first`` when our tiles start packed ones."""
+        pack = builder.pack
+        if pack is None or plan.cols % pack.cols:
+            return None
+        return first * (plan.cols // pack.cols)
 
     # Work of the smallest call (one row when the count is symbolic): the column tiles run
     # in parallel only when that is several times the parallel cutoff. A batch-1 layer of
@@ -152,9 +171,11 @@ def schedule_small_rows(
     cols = plan.cols
     if col_const is not None:
         full, rest = divmod(col_const, cols)
-        body = rows_nest(tile_var * cols, cols, True)
+        body = rows_nest(tile_var * cols, cols, True, packed_tile(tile_var))
         if rest:
-            edge = rows_nest(IntImm(dtype, full * cols), rest, True)
+            edge = rows_nest(
+                IntImm(dtype, full * cols), rest, True, packed_tile(IntImm(dtype, full))
+            )
             body = IfThenElse(tile_var < full, body, edge) if full else edge
         count: PrimExpr = IntImm(dtype, full + (1 if rest else 0))
         stmt, _ = fused_grid("fused", [*grid, (tile_var, count), *below_grid], body, kind)
@@ -162,7 +183,7 @@ def schedule_small_rows(
         full_expr = floordiv(col_extent, cols)
         main, _ = fused_grid(
             "fused", [*grid, (tile_var, full_expr), *below_grid],
-            rows_nest(tile_var * cols, cols, True), kind,
+            rows_nest(tile_var * cols, cols, True, packed_tile(tile_var)), kind,
         )  # fmt: skip
         # The last columns, one at a time (fewer than one tile).
         tail_var = Var(f"{col_var.name}_t", dtype)
@@ -183,9 +204,9 @@ def with_small_rows(stage: Stage, epilogue: Epilogue, plan: TilePlan, config: Cp
     rows = row_extent(stage, plan)
     assert rows is not None
     if static_extent(rows) is not None:
-        return schedule_small_rows(stage, epilogue, small, config)
+        return schedule_small_rows(stage, epilogue, small, config, plan)
     return IfThenElse(
         rows < SMALL_ROWS,
-        schedule_small_rows(stage, epilogue, small, config),
+        schedule_small_rows(stage, epilogue, small, config, plan),
         schedule_tiled_reduction(stage, epilogue, plan, config),
     )

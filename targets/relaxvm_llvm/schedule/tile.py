@@ -28,7 +28,9 @@ the blocks share out evenly between the threads, the grid is the blocks alone an
 packs its own slice first (in the cache of the thread that uses it, with no separate copy
 pass and barrier); otherwise the copy runs before the grid. A dense ``x @ W.T``
 (``W[j, k]``) is tiled the same way once ``W`` is packed. Few rows take the unpacked path of
-:mod:`.small` instead (chosen at run time for a symbolic row count).
+:mod:`.small` instead (chosen at run time for a symbolic row count). A constant operand is
+packed once at compile time instead (:mod:`.prepack`): the tiles, tails included, then read
+the packed parameter and nothing is copied per call.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import cast
 
 from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.expr_functor import substitute
-from relaxvm.ir.op import floordiv, min_expr
+from relaxvm.ir.op import floordiv, floormod, min_expr
 from relaxvm.ir.tir import (
     Allocate,
     Buffer,
@@ -122,6 +124,9 @@ class _TileBuilder:
         width = self.plan.lanes if kind == ForKind.VECTORIZED else cols
         chunks = [(start, min(width, cols - start)) for start in range(0, cols, width)]
 
+        # The chunk being emitted: (its first column in the tile, its lane variable).
+        current: list[tuple[int, Var]] = []
+
         def per_row(make: Callable[[int, PrimExpr, IntImm], Stmt]) -> Stmt:
             parts = []
             for r in range(rows):
@@ -129,6 +134,7 @@ class _TileBuilder:
                     lane = Var(f"{self.col_var.name}_v", col_dtype)
                     column = lane + start if start else lane
                     loop_kind = kind if count > 1 else ForKind.SERIAL
+                    current[:] = [(start, lane)]
                     parts.append(
                         For(lane, 0, count, loop_kind, make(r, column, IntImm("int64", r)))
                     )
@@ -139,13 +145,19 @@ class _TileBuilder:
             return BufferStore(acc, value, [rr, lane])
 
         source_expr = stage.source
-        if packed is not None and self.pack is not None:
-            source_expr = self.pack.rewrite(source_expr, packed)
+        pack = self.pack
+        # A copy packed at compile time replaces the operand in every tile (tails included);
+        # one packed here covers the tiles given their tile index ``packed``.
+        use_pack = pack is not None and (packed is not None or pack.prepacked)
+        if use_pack:
+            assert pack is not None
+            source_expr = pack.rewrite(source_expr, pack.panel)
 
         def update(r: int, lane: PrimExpr, rr: IntImm) -> Stmt:
             mapping = {**row_map(r, lane), **red_map}
-            if packed is not None and self.pack is not None:
-                mapping[self.pack.lane] = lane
+            if use_pack:
+                assert pack is not None
+                mapping.update(self._packed_lane(pack, packed, col_base, *current[0]))
             source = substitute(source_expr, mapping)  # type: ignore[arg-type]
             return BufferStore(acc, self.combine(acc[rr, lane], source), [rr, lane])
 
@@ -161,6 +173,28 @@ class _TileBuilder:
             assert isinstance(new_var, Var)
             body = For(new_var, 0, loop.extent, ForKind.SERIAL, body)
         return Allocate(acc, seq(per_row(init), body, per_row(store)))
+
+    @staticmethod
+    def _packed_lane(
+        pack: Packing, packed: PrimExpr | None, col_base: PrimExpr, start: int, lane: Var
+    ) -> dict[Var, PrimExpr]:
+        """Where a chunk of lanes (columns ``col_base + start + lane``) lies in the packed
+        copy: its tile and the lane in it. ``packed`` is the tile at ``col_base`` when the
+        tile starts one; otherwise (tails, wider tiles of the small-row path) both come from
+        the column. A chunk (at most one vector, starting at a multiple of the vector
+        width, which divides ``pack.cols``) never straddles two tiles, so the lanes stay
+        consecutive."""
+        cols = pack.cols
+        if packed is not None:
+            tile = packed + start // cols if start >= cols else packed
+            offset: PrimExpr | int = start % cols
+        else:
+            column = col_base + start if start else col_base
+            tile = floordiv(column, cols)
+            offset = floormod(column, cols)
+        if isinstance(offset, int) and offset == 0:
+            return {pack.panel: tile, pack.lane: lane}
+        return {pack.panel: tile, pack.lane: lane + offset}
 
     # ---- columns ------------------------------------------------------------------------
     def columns(self, row_base: PrimExpr | None, rows: int, block: Var | None) -> Stmt:
@@ -248,7 +282,7 @@ def schedule_tiled_reduction(
     if dense and builder.pack is None:
         raise ValueError("schedule_tiled_reduction: a dense stage needs its operand packed")
     stmt = _tiled(builder, stage, plan, config)
-    if builder.pack is None:
+    if builder.pack is None or builder.pack.prepacked:
         return stmt
     pack = builder.pack
     if builder.pack_in_blocks:
@@ -270,6 +304,8 @@ def _packs_per_block(builder: _TileBuilder, config: CpuConfig) -> bool:
     an operand contiguous along the columns: the transposed ``W`` of ``x @ W.T`` is packed by
     gathers, which the whole-operand copy does at half the cost (measured, 512 x 512)."""
     if builder.pack is None or builder.blocks is None or config.num_threads < 2:
+        return False
+    if builder.pack.prepacked:  # packed at compile time: nothing to copy per block
         return False
     if vector_access(builder.pack.load, builder.col_var) != "contiguous":
         return False
