@@ -23,6 +23,11 @@ classic store-flag / re-check pairs, sequentially consistent, so no wake-up is l
   helpers as there are idle CPUs, so a launch made while the cores are busy (numpy's BLAS
   threads spinning after a call, another process, a second VM in another Python thread) runs
   on the calling thread and loses nothing (``adaptive``, on by default);
+* a launch that still had to wait longer for a helper's chunk than one of its own chunks took
+  (the helper lost its core, or shares it, in the middle of one: contention that began after
+  the idle check) is a *stall*; the launcher then runs launches serially for a back-off period that
+  doubles with each further stall (2 ms up to 0.2 s) and halves with each clean launch, so
+  such a loss cannot repeat launch after launch;
 * worker ``k`` (1 <= k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
   ``sleeping[k]`` flag. It waits for ``seq[k]`` to change, claims chunks until none is left,
   and waits again. ``awake`` counts the workers not asleep in the kernel (they are runnable,
@@ -61,6 +66,14 @@ YIELD = 64
 #: takes a core, the other threads pick up its share.
 GRAIN = 4
 
+#: Stall detection: a launch whose wait for the helpers' chunks exceeds the launcher's own
+#: time per chunk plus ``STALL_MARGIN_NS`` counts as a stall; launches then run serially
+#: for a back-off that starts at ``BACKOFF_MIN_NS``, doubles with each further stall (at most
+#: ``BACKOFF_MAX_NS``) and halves with each clean parallel launch.
+STALL_MARGIN_NS = 20_000
+BACKOFF_MIN_NS = 2_000_000
+BACKOFF_MAX_NS = 200_000_000
+_CLOCK_MONOTONIC = 1
 _O_RDONLY = 0
 _O_CLOEXEC = 0o2000000  # the same on x86-64 and AArch64
 _FUTEX_WAIT_PRIVATE = 128
@@ -82,6 +95,7 @@ class NativePool:
     reset: Any  # ctypes function: () -> None, after fork in the child
     workers: Any  # ctypes function: () -> i64, threads started so far
     idle_cpus: Any  # ctypes function: () -> i64, CPUs idle besides the caller's (see below)
+    stalls: Any  # ctypes function: () -> i64, launches that waited on a descheduled helper
     engine: Any
 
 
@@ -99,6 +113,11 @@ class PoolSymbols:
 
 def _c(value: int, ty: ir.IntType = I64) -> ir.Constant:
     return ir.Constant(ty, value)
+
+
+def _at_least_one(b: ir.IRBuilder, count: ir.Value) -> ir.Value:
+    """``max(count, 1)``: a divisor."""
+    return b.select(b.icmp_signed("<", count, _c(1)), _c(1), count)
 
 
 class _Builder:
@@ -132,6 +151,13 @@ class _Builder:
         self.task_extent = glob("pool_task_extent", I64)
         self.claim = glob("pool_claim", I64)
         self.finished = glob("pool_finished", I32)
+        # Stall back-off (launcher only, under ``busy``): after a launch waited far longer for
+        # a helper's chunk than its own chunks took (the helper lost its core mid-chunk),
+        # launches run serially until ``serial_until`` (monotonic ns); ``backoff`` doubles
+        # with each stall and halves with each clean launch.
+        self.serial_until = glob("pool_serial_until", I64)
+        self.backoff = glob("pool_backoff", I64)
+        self.stalls = glob("pool_stalls", I64)
         # /proc/loadavg, opened on first use (-2: not tried yet, -1: unavailable).
         self.load_fd = glob("pool_load_fd", I32, init=-2)
         path = bytearray(b"/proc/loadavg\0")
@@ -139,7 +165,8 @@ class _Builder:
         self.load_path.linkage = "internal"
         self.load_path.global_constant = True
         self.load_path.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(path)), path)
-        self.run_chunks = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "pool_run_chunks")
+        # Returns how many chunks the calling thread ran.
+        self.run_chunks = ir.Function(m, ir.FunctionType(I64, []), "pool_run_chunks")
         self.run_chunks.linkage = "internal"
         self.idle_cpus = ir.Function(m, ir.FunctionType(I64, []), "pool_idle_cpus")
         self.idle_cpus.linkage = "internal"
@@ -151,6 +178,9 @@ class _Builder:
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
         self.open = ir.Function(m, ir.FunctionType(I32, [PTR, I32], var_arg=True), "open")
         self.pread = ir.Function(m, ir.FunctionType(I64, [I32, PTR, I64, I64]), "pread")
+        self.clock_gettime = ir.Function(
+            m, ir.FunctionType(I32, [I32, I64.as_pointer()]), "clock_gettime"
+        )
         thread_fn = ir.FunctionType(PTR, [PTR])
         self.pthread_create = ir.Function(
             m,
@@ -274,6 +304,8 @@ class _Builder:
         attempt = fn.append_basic_block("attempt")
         work = fn.append_basic_block("work")
         done = fn.append_basic_block("done")
+        ran = b.alloca(I64)
+        b.store(_c(0), ran)
         b.branch(loop)
         b.position_at_end(loop)
         word = self.load(b, self.claim, "acquire")
@@ -296,6 +328,7 @@ class _Builder:
             return b.add(b.mul(kk, quotient), extra)
 
         b.call(target, [bound(index), bound(b.add(index, _c(1))), closure])
+        b.store(b.add(b.load(ran), _c(1)), ran)
         old = b.atomic_rmw("add", self.finished, _c(1, I32), "seq_cst")
         last = b.icmp_unsigned("==", b.add(old, _c(1, I32)), b.trunc(total, I32))
         with b.if_then(last):
@@ -304,7 +337,14 @@ class _Builder:
                 self.futex_call(b, self.finished, _FUTEX_WAKE_PRIVATE, _c(1, I32))
         b.branch(loop)
         b.position_at_end(done)
-        b.ret_void()
+        b.ret(b.load(ran))
+
+    def now(self, b: ir.IRBuilder, slot: ir.Value) -> ir.Value:
+        """CLOCK_MONOTONIC in nanoseconds (``slot``: two i64, a ``struct timespec``)."""
+        b.call(self.clock_gettime, [_c(_CLOCK_MONOTONIC, I32), slot])
+        seconds = b.load(slot)
+        nanos = b.load(b.gep(slot, [_c(1, I32)]))
+        return b.add(b.mul(seconds, _c(1_000_000_000)), nanos)
 
     # ---- how many CPUs are idle ----------------------------------------------------------
     def build_idle_cpus(self) -> None:
@@ -421,14 +461,19 @@ class _Builder:
         b.cbranch(ok, start, started)  # a failure means fewer helpers, not an error
         b.position_at_end(started)
         helpers = smaller(smaller(b.load(self.nworkers), want), b.sub(extent, _c(1)))
-        # Adaptive: wake no more helpers than there are idle CPUs right now.
+        # Adaptive: wake no more helpers than there are idle CPUs right now, and none while
+        # backing off after a stall.
+        clock = b.alloca(ir.ArrayType(I64, 2))
+        clock_slot = b.bitcast(clock, I64.as_pointer())
         adaptive = b.icmp_unsigned("!=", b.load(self.adaptive), _c(0))
         measure = fn.append_basic_block("measure")
         gated = fn.append_basic_block("gated")
         ungated = b.block
         b.cbranch(b.and_(adaptive, b.icmp_signed(">", helpers, _c(0))), measure, gated)
         b.position_at_end(measure)
-        limited = smaller(helpers, b.call(self.idle_cpus, []))
+        backing_off = b.icmp_signed("<", self.now(b, clock_slot), b.load(self.serial_until))
+        idle = b.select(backing_off, _c(0), b.call(self.idle_cpus, []))
+        limited = smaller(helpers, idle)
         b.branch(gated)
         b.position_at_end(gated)
         chosen = b.phi(I64)
@@ -467,7 +512,9 @@ class _Builder:
         k.add_incoming(b.add(k, _c(1)), b.block)
         b.branch(head)
         b.position_at_end(run)
-        b.call(self.run_chunks, [])
+        started_at = self.now(b, clock_slot)
+        mine = b.call(self.run_chunks, [])
+        own_end = self.now(b, clock_slot)
         chunks = b.trunc(total, I32)
         self.spin_wait(
             b,
@@ -477,6 +524,29 @@ class _Builder:
             self.launcher_sleeping,
             "join",
         )
+        joined = self.now(b, clock_slot)
+        with b.if_then(adaptive):
+            # A stall: the wait for the helpers' last chunks exceeds one of our own chunks
+            # plus a margin (a helper that merely started late, at full speed, finishes
+            # within one chunk; one that shares its core runs slower than that).
+            per_chunk = b.sdiv(b.sub(own_end, started_at), _at_least_one(b, mine))
+            limit = b.add(per_chunk, _c(STALL_MARGIN_NS))
+            stalled = b.icmp_signed(">", b.sub(joined, own_end), limit)
+            backoff = b.load(self.backoff)
+            with b.if_else(stalled) as (on_stall, clean):
+                with on_stall:
+                    doubled = b.mul(backoff, _c(2))
+                    doubled = b.select(
+                        b.icmp_signed("<", doubled, _c(BACKOFF_MIN_NS)), _c(BACKOFF_MIN_NS), doubled
+                    )
+                    doubled = b.select(
+                        b.icmp_signed(">", doubled, _c(BACKOFF_MAX_NS)), _c(BACKOFF_MAX_NS), doubled
+                    )
+                    b.store(doubled, self.backoff)
+                    b.store(b.add(joined, doubled), self.serial_until)
+                    b.store(b.add(b.load(self.stalls), _c(1)), self.stalls)
+                with clean:
+                    b.store(b.ashr(backoff, _c(1)), self.backoff)
         self.store(b, _c(0, I32), self.busy, "release")
         b.ret(_c(0, I32))
 
@@ -484,7 +554,15 @@ class _Builder:
         m = self.module
         reset = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "relaxvm_llvm_pool_reset")
         b = ir.IRBuilder(reset.append_basic_block("entry"))
-        for var in (self.busy, self.finished, self.launcher_sleeping, self.nworkers, self.awake):
+        for var in (
+            self.busy,
+            self.finished,
+            self.launcher_sleeping,
+            self.nworkers,
+            self.awake,
+            self.serial_until,
+            self.backoff,
+        ):
             b.store(ir.Constant(var.type.pointee, None), var)
         for var in (self.seq, self.sleeping):
             b.store(ir.Constant(var.type.pointee, None), var)
@@ -496,6 +574,9 @@ class _Builder:
         idle = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_idle_cpus")
         b = ir.IRBuilder(idle.append_basic_block("entry"))
         b.ret(b.call(self.idle_cpus, []))
+        stalls = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_stalls")
+        b = ir.IRBuilder(stalls.append_basic_block("entry"))
+        b.ret(b.load(self.stalls))
 
 
 def build_native_pool(names: PoolSymbols) -> NativePool | None:
@@ -525,10 +606,12 @@ def build_native_pool(names: PoolSymbols) -> NativePool | None:
         reset = engine.get_function_address("relaxvm_llvm_pool_reset")
         workers = engine.get_function_address("relaxvm_llvm_pool_workers")
         idle = engine.get_function_address("relaxvm_llvm_pool_idle_cpus")
+        stalls = engine.get_function_address("relaxvm_llvm_pool_stalls")
     return NativePool(
         launch_address=launch,
         reset=ctypes.CFUNCTYPE(None)(reset),
         workers=ctypes.CFUNCTYPE(ctypes.c_int64)(workers),
         idle_cpus=ctypes.CFUNCTYPE(ctypes.c_int64)(idle),
+        stalls=ctypes.CFUNCTYPE(ctypes.c_int64)(stalls),
         engine=engine,
     )

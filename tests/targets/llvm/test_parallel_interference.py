@@ -126,6 +126,19 @@ def test_idle_cpus_counts_the_busy_process(busy_process: Any, backend: str) -> N
     assert all(0 <= idle <= cpus - 2 for idle in readings), readings
 
 
+def test_adaptive_launches_under_load_count_their_stalls(step: Any, busy_process: Any) -> None:
+    """With the idle check on, launches next to a spinning process stay correct; any launch
+    that waited on a descheduled helper is counted (and starts a serial back-off)."""
+    if parallel._native is None:
+        pytest.skip("no native pool on this platform")
+    before = parallel.parallel_stalls()
+    with parallel.always_parallel(threads=2):
+        parallel.set_parallel_adaptive(True)
+        _check_launches(step, 100_003, launches=100)
+    after = parallel.parallel_stalls()
+    assert isinstance(after, int) and after >= before >= 0
+
+
 def test_adaptive_setting_is_validated() -> None:
     with pytest.raises(TypeError, match=r"set_parallel_adaptive: enabled must be a bool, got 1"):
         parallel.set_parallel_adaptive(1)  # type: ignore[arg-type]
