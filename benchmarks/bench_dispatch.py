@@ -18,6 +18,10 @@ What is measured, all in this one process so the ratios are fair:
   call sites into a register move: no call at all) and a plain identity function registered
   by this script (no specialiser: a real Python call per instruction).
 
+* **--native**: whole-function native calls (docs/vm_api.md) on vs off, per exec mode, for a
+  tiny model (three elementwise kernels on 16 floats) and a 512-wide two-layer MLP at batch
+  1: per-call time of each and the ratio off / on (needs the llvm target).
+
 ``f`` is ``vm.builtin.copy`` (the identity) when the builtins plugin registers it, else an
 identity function registered by this script. The issue's target is at most 0.5 µs per Call
 instruction on the 2-core reference machine; the script prints whether this run meets it.
@@ -93,10 +97,67 @@ def best_seconds_per_call(
     return best
 
 
+def native_models() -> dict[str, tuple[Any, list[tuple[int, ...]]]]:
+    """The models of ``--native``: name -> (IRModule, argument shapes)."""
+    from relaxvm.script import ir as I
+    from relaxvm.script import relax as R
+
+    @I.ir_module
+    class Tiny:
+        @R.function
+        def main(x: R.Tensor((16,), "float32"), y: R.Tensor((16,), "float32")):
+            a = R.add(x, y)
+            b = R.multiply(a, x)
+            return R.subtract(b, y)
+
+    @I.ir_module
+    class MLP512:
+        @R.function
+        def main(
+            x: R.Tensor((1, 512), "float32"),
+            w1: R.Tensor((512, 512), "float32"),
+            w2: R.Tensor((512, 512), "float32"),
+        ):
+            with R.dataflow():
+                h = R.nn.relu(R.matmul(x, w1))
+                y = R.matmul(h, w2)
+                R.output(y)
+            return y
+
+    return {
+        "tiny (3 ops x 16)": (Tiny, [(16,), (16,)]),
+        "MLP 512, batch 1": (MLP512, [(1, 512), (512, 512), (512, 512)]),
+    }
+
+
+def native_rows(number: int, repeat: int) -> list[tuple[str, float, float]]:
+    """(label, µs per call with the whole-function path on, µs with it off)."""
+    rng = np.random.default_rng(0)
+    device = relaxvm.cpu()
+    rows = []
+    for name, (mod, shapes) in native_models().items():
+        args = tuple(relaxvm.tensor(rng.standard_normal(s).astype("float32")) for s in shapes)
+        calls = max(1, number // (10 if "MLP" in name else 1))
+        for mode in ("bytecode", "compiled"):
+            ex = relaxvm.compile(mod, target="llvm", exec_mode=mode)
+            on = relaxvm.VirtualMachine(ex, device, native_functions=True)["main"]
+            off = relaxvm.VirtualMachine(ex, device, native_functions=False)["main"]
+            # Interleaved, best of each: the machine's load changes slowly.
+            t_on = t_off = float("inf")
+            for _ in range(2):
+                t_on = min(t_on, best_seconds_per_call(on, args, calls, repeat))
+                t_off = min(t_off, best_seconds_per_call(off, args, calls, repeat))
+            rows.append((f"{name}, {mode}", t_on * 1e6, t_off * 1e6))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=2000, help="calls per measurement")
     parser.add_argument("--repeat", type=int, default=7, help="measurements (best one kept)")
+    parser.add_argument(
+        "--native", action="store_true", help="also time whole-function native calls on vs off"
+    )
     options = parser.parse_args(argv)
 
     name, func = trivial_builtin()
@@ -167,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         f"target <= {TARGET_US_PER_CALL} µs per Call instruction: {verdict} "
         f"({per_call:.3f} µs on this machine; the target is for the 2-core reference machine)"
     )
+    if options.native:
+        print("whole-function native calls (per call; ratio = off / on):")
+        for label, on_us, off_us in native_rows(number, repeat):
+            print(
+                f"  {label:<{width}}  on {on_us:9.2f} µs  off {off_us:9.2f} µs  "
+                f"{off_us / on_us:6.2f} x"
+            )
     return 0
 
 

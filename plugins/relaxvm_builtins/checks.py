@@ -23,6 +23,7 @@ from relaxvm.errors import VMTypeError, VMValueError
 from relaxvm.registry.specialization import CallSite, Specialization, specializer
 from relaxvm.runtime import DataType, DataTypeCode, Shape, Tensor
 from relaxvm.vm.closure import VMClosure
+from relaxvm.vm.native_plan import replay_safe
 
 from ._table import builtin
 from ._util import error_prefix, type_name
@@ -42,6 +43,7 @@ _ABSENT: Any = object()
 
 
 @builtin("vm.builtin.check_tensor_info")
+@replay_safe
 def check_tensor_info(
     arg: Any, ndim: int, dtype_or_err_ctx: Any = None, err_ctx: Any = _ABSENT
 ) -> None:
@@ -98,6 +100,7 @@ def check_tensor_info(
 
 
 @builtin("vm.builtin.check_shape_info")
+@replay_safe
 def check_shape_info(arg: Any, ndim: int, err_ctx: Any = None) -> None:
     """Check that ``arg`` is a Shape of ``ndim`` dimensions (``-1`` accepts any).
 
@@ -132,6 +135,7 @@ _PRIM_ACCEPTS: dict[int, tuple[type, ...]] = {
 
 
 @builtin("vm.builtin.check_prim_value_info")
+@replay_safe
 def check_prim_value_info(arg: Any, dtype: DataType | str, err_ctx: Any = None) -> None:
     """Check that ``arg`` is a Python scalar convertible to ``dtype``.
 
@@ -185,6 +189,7 @@ def check_prim_value_info(arg: Any, dtype: DataType | str, err_ctx: Any = None) 
 
 
 @builtin("vm.builtin.check_tuple_info")
+@replay_safe
 def check_tuple_info(arg: Any, size: int, err_ctx: Any = None) -> None:
     """Check that ``arg`` is a Relax tuple (a Python tuple, not a Shape) of ``size`` fields.
 
@@ -210,6 +215,7 @@ def check_tuple_info(arg: Any, size: int, err_ctx: Any = None) -> None:
 
 
 @builtin("vm.builtin.check_func_info")
+@replay_safe
 def check_func_info(arg: Any, err_ctx: Any = None) -> None:
     """Check that ``arg`` is callable by the VM: a :class:`VMClosure` or a Python callable.
 

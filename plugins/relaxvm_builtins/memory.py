@@ -31,6 +31,7 @@ from relaxvm.runtime import (
     get_allocator,
 )
 from relaxvm.runtime.memory import DEFAULT_ALIGNMENT
+from relaxvm.vm.native_plan import replay_safe
 
 from ._table import builtin
 from ._util import type_name
@@ -48,6 +49,7 @@ __all__ = [
 
 
 @builtin("vm.builtin.alloc_storage")
+@replay_safe
 def alloc_storage(
     ctx: Any,
     size: Shape | int,
@@ -143,6 +145,7 @@ def _alloc_storage_site(site: CallSite) -> Specialization | None:
 
 
 @builtin("vm.builtin.alloc_tensor")
+@replay_safe
 def alloc_tensor(
     storage: Storage,
     offset: int,
@@ -268,6 +271,7 @@ def _alloc_tensor_site(site: CallSite) -> Specialization | None:
 
 
 @builtin("vm.builtin.null_value")
+@replay_safe
 def null_value() -> None:
     """None: written into a register to drop the reference it held (``kill_object``)."""
     return None

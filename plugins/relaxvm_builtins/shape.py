@@ -21,6 +21,7 @@ import numpy as np
 
 from relaxvm.errors import VMError, VMTypeError, VMValueError
 from relaxvm.runtime import DataType, Shape, Tensor
+from relaxvm.vm.native_plan import replay_safe
 
 from ._table import builtin
 from ._util import error_prefix, type_name
@@ -95,6 +96,7 @@ _new_shape = tuple.__new__
 
 # -- the heap ----------------------------------------------------------------------------------
 @builtin("vm.builtin.alloc_shape_heap")
+@replay_safe
 def alloc_shape_heap(ctx: Any, size: int) -> Tensor:
     """Allocate a function call's shape heap: an int64 tensor of ``size`` slots on the host.
 
@@ -191,6 +193,7 @@ def _split_err_ctx(args: tuple[Any, ...], num_pairs: int, builtin_name: str) -> 
 
 # -- match_shape -------------------------------------------------------------------------------
 @builtin("vm.builtin.match_shape")
+@replay_safe
 def match_shape(value: Any, heap: Any, size: int, *codes_and_values: Any) -> None:
     """Check the shape of ``value`` dimension by dimension; bind symbolic dims in the heap.
 
@@ -313,6 +316,7 @@ def _match_one(
 
 
 @builtin("vm.builtin.match_prim_value")
+@replay_safe
 def match_prim_value(value: Any, heap: Any, code: int, slot: int, err_ctx: Any = None) -> None:
     """Check or bind a scalar the way :func:`match_shape` does one dimension.
 
@@ -368,6 +372,7 @@ def _match_prim_value_checked(value: Any, heap: Any, code: Any, slot: Any, err_c
 
 # -- make_shape --------------------------------------------------------------------------------
 @builtin("vm.builtin.make_shape")
+@replay_safe
 def make_shape(heap: Any, size: int, *codes_and_values: Any) -> Shape:
     """Build a Shape from immediates and heap slots.
 
@@ -445,6 +450,7 @@ def _make_shape_checked(heap: Any, size: Any, codes_and_values: tuple[Any, ...])
 
 
 @builtin("vm.builtin.make_prim_value")
+@replay_safe
 def make_prim_value(heap: Any, code: int, slot: int) -> int:
     """A scalar from an immediate or a heap slot (the scalar form of :func:`make_shape`).
 

@@ -10,6 +10,7 @@ import numpy as np
 from relaxvm.errors import VMIndexError, VMTypeError, VMValueError
 from relaxvm.registry.specialization import CallSite, Specialization, specializer
 from relaxvm.runtime import DataTypeCode, Shape, Tensor
+from relaxvm.vm.native_plan import replay_safe
 
 from ._table import builtin
 from ._util import type_name
@@ -26,6 +27,7 @@ __all__ = [
 
 
 @builtin("vm.builtin.copy")
+@replay_safe
 def copy(value: Any) -> Any:
     """``value`` itself: a register move (values are immutable or shared, as in TVM)."""
     return value
@@ -38,12 +40,14 @@ def _copy_site(site: CallSite) -> Specialization | None:
 
 
 @builtin("vm.builtin.make_tuple")
+@replay_safe
 def make_tuple(*fields: Any) -> tuple[Any, ...]:
     """A Relax tuple (a Python tuple) of ``fields``."""
     return fields
 
 
 @builtin("vm.builtin.tuple_getitem")
+@replay_safe
 def tuple_getitem(tup: tuple[Any, ...], index: int) -> Any:
     """Field ``index`` of a Relax tuple.
 
@@ -76,6 +80,7 @@ def _tuple_getitem_checked(tup: Any, index: Any) -> Any:
 
 
 @builtin("vm.builtin.shape_of")
+@replay_safe
 def shape_of(data: Tensor) -> Shape:
     """The shape of a tensor.
 
@@ -90,6 +95,7 @@ def shape_of(data: Tensor) -> Shape:
 
 
 @builtin("vm.builtin.reshape")
+@replay_safe
 def reshape(data: Tensor, new_shape: Shape) -> Tensor:
     """A view of ``data`` with ``new_shape`` (no copy); the element count must not change.
 
@@ -119,6 +125,7 @@ def reshape(data: Tensor, new_shape: Shape) -> Tensor:
 
 
 @builtin("vm.builtin.check_broadcast")
+@replay_safe
 def check_broadcast(data: Tensor, result_shape: Shape, op: str) -> Tensor:
     """``data`` itself, after checking that it broadcasts to ``result_shape`` (numpy rules:
     trailing axes line up, each extent is 1 or the result's).

@@ -57,6 +57,13 @@ from .signature import BufferParam, KernelSignature, ScalarParam, expr_source, e
 __all__ = ["Kernel"]
 
 
+def _build_sequence(num_bases: int, steps: Any) -> Any:
+    """:func:`relaxvm_llvm.sequence.build_sequence`, imported when first needed."""
+    from .sequence import build_sequence
+
+    return build_sequence(num_bases, steps)
+
+
 class Kernel:
     """A compiled kernel, callable in destination-passing style.
 
@@ -69,11 +76,12 @@ class Kernel:
         Keeps the machine code alive (the MCJIT engine).
     """
 
-    __slots__ = ("_call", "_cfunc", "_general", "_owner", "signature")
+    __slots__ = ("_address", "_call", "_cfunc", "_general", "_owner", "signature")
 
     def __init__(self, signature: KernelSignature, address: int, owner: Any) -> None:
         self.signature = signature
         self._owner = owner
+        self._address = address
         nbuf = sum(isinstance(p, BufferParam) for p in signature.params)
         argtypes = [ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(signature.var_names)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
@@ -99,6 +107,44 @@ class Kernel:
     def fast_call(self) -> Any:
         """The checked entry point as a plain function (one Python frame less per call)."""
         return self._call
+
+    def native_call(
+        self, *args: Any
+    ) -> tuple[Any, int, tuple[int, ...], tuple[int, ...], tuple[bool, ...]] | None:
+        """What a call with ``args`` would pass to the native entry, without calling it.
+
+        The whole-function path of the VM (:mod:`relaxvm.vm.native_plan`) records these to
+        replay a run as one native sequence (:mod:`relaxvm_llvm.sequence`).
+
+        Returns
+        -------
+        tuple or None
+            ``(builder, address, pointers, ints, written)``: what compiles a sequence of
+            such calls into one entry (:func:`relaxvm_llvm.sequence.build_sequence`), the
+            native entry's address, the buffer arguments' data addresses and the int64
+            arguments in the order the entry takes them, and per buffer whether the kernel
+            writes it.
+            None when the arguments fail any check the ordinary call makes, or are not all
+            CPU Tensors (a numpy array, a converted byte order): the ordinary call then
+            raises or converts, and the caller must not replay this call natively.
+        """
+        sig = self.signature
+        if len(args) != len(sig.params):
+            return None
+        tensors = [a for p, a in zip(sig.params, args, strict=True) if isinstance(p, BufferParam)]
+        if any(type(a) is not Tensor for a in tensors):
+            return None
+        try:
+            values, buffers = self._diagnose(args)
+        except Exception:  # any failure of the checks: the ordinary call reports it
+            return None
+        if len(buffers) != len(tensors) or any(
+            b is not t for b, t in zip(buffers, tensors, strict=True)
+        ):
+            return None
+        written = tuple(bool(p.written) for p in sig.params if isinstance(p, BufferParam))
+        pointers = tuple(t.storage.data_ptr + t.byte_offset for t in tensors)
+        return (_build_sequence, self._address, pointers, tuple(values), written)
 
     def _check_status(self, status: int) -> None:
         if status != 0:

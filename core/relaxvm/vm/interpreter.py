@@ -19,6 +19,7 @@ from ..registry import functions as registry
 from ..runtime import Allocator, Device, Tensor, tensor
 from ..runtime.benchmark import BenchmarkResult
 from ..runtime.memory import AllocatorType
+from . import native_plan
 from .callplan import CallPlan
 from .closure import VMClosure
 from .devices import setup_allocators, setup_devices
@@ -60,6 +61,9 @@ class VirtualMachine:
     profile : bool
         Accepted for TVM compatibility (TVM builds a profiling VM with it); every relaxvm VM
         can be profiled with :meth:`profile`, at no cost until then.
+    native_functions : bool, optional
+        Whole-function native calls (:mod:`relaxvm.vm.native_plan`; default on unless
+        ``RELAXVM_NATIVE_FUNCTIONS=0``); also the attribute :attr:`native_functions`.
 
     Raises
     ------
@@ -89,6 +93,7 @@ class VirtualMachine:
         device: Device | Sequence[Device],
         memory_cfg: str | dict[Device, int | str] | None = None,
         profile: bool = False,
+        native_functions: bool | None = None,
     ) -> None:
         if not isinstance(rt_mod, Executable):
             raise VMTypeError(
@@ -111,6 +116,11 @@ class VirtualMachine:
         self._profiler: Profiler | None = None  # set while profile() runs
         self._module: VMModule | None = None
         self._compile_all(None)
+        #: Whether calls may replay a recorded run as one native call (docs/vm.md).
+        self.native_functions = (
+            native_plan.enabled_by_default() if native_functions is None else native_functions
+        )
+        self._native = native_plan.install(self)
         self._saved: dict[str, Callable[[], Any]] = {}
         self._inputs: dict[str, list[Any]] = {}
         self._outputs: dict[str, Any] = {}
