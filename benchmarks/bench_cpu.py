@@ -44,7 +44,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import build_mlp, numpy_mlp
 
-WORKLOADS = ("matmul512", "matmul1024", "add", "mlp64", "mlp1", "transformer", "conv")
+WORKLOADS = (
+    "matmul512",
+    "matmul1024",
+    "add",
+    "mlp64",
+    "mlp1",
+    "mlp64c",
+    "mlp1c",
+    "transformer",
+    "conv",
+)
 MODES = ("none", "numpy", "process", "threads")
 THROUGHPUT_UNITS = ("GFLOP/s", "GB/s")
 #: N threads may be at most this much slower than 1 thread (issue 14).
@@ -101,6 +111,7 @@ class Builder:
         self.rng = np.random.default_rng(0)
         self.torch = _import_torch(threads)
         self._mlp: tuple[Any, list[np.ndarray], Any] | None = None
+        self._mlp_constants: Any = None
 
     def dim(self, size: int, multiple: int = 1) -> int:
         return max(multiple, round(size * self.args.scale / multiple) * multiple)
@@ -181,7 +192,10 @@ class Builder:
         work.targets.append(Target("numpy", ">=", 1.8))
         return work
 
-    def mlp(self, batch: int) -> Workload:
+    def mlp(self, batch: int, constants: bool = False) -> Workload:
+        """The MLP with its weights as parameters (``mlpB``), or as constants (``mlpBc``: the
+        ONNX graph onnxruntime runs, imported with ``from_onnx``, so the weights are packed
+        at compile time as in a deployed model)."""
         width = self.dim(512, 16)
         if self._mlp is None:  # one module (symbolic batch) and session serve both batches
             weights = []
@@ -193,10 +207,17 @@ class Builder:
             self._mlp = (self.compile(build_mlp(width)), weights, session)
         ex, weights, session = self._mlp
         x = self.rng.standard_normal((batch, width)).astype("float32")
-        make = self.vm_call(ex, [x, *weights])
-        work = Workload(
-            f"mlp{batch}", f"MLP {width}x3 b{batch}", "ms", 0.0, make, numpy_mlp(x, weights)
-        )
+        if constants:
+            from relaxvm.frontend.onnx import from_onnx
+
+            if self._mlp_constants is None:
+                self._mlp_constants = self.compile(from_onnx(onnx_mlp(weights)))
+            make = self.vm_call(self._mlp_constants, [x])
+            key, label = f"mlp{batch}c", f"MLP {width}x3 b{batch} const"
+        else:
+            make = self.vm_call(ex, [x, *weights])
+            key, label = f"mlp{batch}", f"MLP {width}x3 b{batch}"
+        work = Workload(key, label, "ms", 0.0, make, numpy_mlp(x, weights))
         work.refs["numpy"] = lambda: numpy_mlp(x, weights)
         work.refs["onnxruntime"] = lambda: session.run(None, {"x": x})
         if self.torch is not None:
@@ -256,7 +277,7 @@ class Builder:
         if key.startswith("matmul"):
             return self.matmul(key, int(key[len("matmul") :]))
         if key.startswith("mlp"):
-            return self.mlp(int(key[len("mlp") :]))
+            return self.mlp(int(key[len("mlp") :].rstrip("c")), constants=key.endswith("c"))
         work: Workload = getattr(self, key)()
         return work
 

@@ -23,9 +23,9 @@ classic store-flag / re-check pairs, sequentially consistent, so no wake-up is l
   helpers as there are idle CPUs, so a launch made while the cores are busy (numpy's BLAS
   threads spinning after a call, another process, a second VM in another Python thread) runs
   on the calling thread and loses nothing (``adaptive``, on by default);
-* a launch that still had to wait longer for a helper's chunk than one of its own chunks took
-  (the helper lost its core, or shares it, in the middle of one: contention that began after
-  the idle check) is a *stall*; the launcher then runs launches serially for a back-off period that
+* a helper times each chunk it runs, in wall time and in its own CPU time: a difference of
+  more than ``STALL_NS`` means it lost its core in the middle of the chunk (contention that
+  began after the idle check), which the launcher may have waited for. That is a *stall*; the launcher then runs launches serially for a back-off period that
   doubles with each further stall (2 ms up to 0.2 s) and halves with each clean launch, so
   such a loss cannot repeat launch after launch;
 * worker ``k`` (1 <= k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
@@ -66,14 +66,19 @@ YIELD = 64
 #: takes a core, the other threads pick up its share.
 GRAIN = 4
 
-#: Stall detection: a launch whose wait for the helpers' chunks exceeds the launcher's own
-#: time per chunk plus ``STALL_MARGIN_NS`` counts as a stall; launches then run serially
-#: for a back-off that starts at ``BACKOFF_MIN_NS``, doubles with each further stall (at most
-#: ``BACKOFF_MAX_NS``) and halves with each clean parallel launch.
-STALL_MARGIN_NS = 20_000
+#: Stall detection: a helper whose chunk took ``STALL_NS`` more wall time than CPU time lost
+#: its core in the middle of it to another thread for a scheduler time slice (1-4 ms; a page
+#: fault or a slow memory access counts as CPU time). Shorter gaps are left alone: on a
+#: virtual machine the host takes a vCPU away for a few hundred microseconds now and then,
+#: from either thread alike (measured here: a 200 us threshold fired on ~2% of launches of a
+#: quiet machine and cost the MLP a tenth of its speed-up). The launch then counts as stalled and launches run
+#: serially for a back-off that starts at ``BACKOFF_MIN_NS``, doubles with each further stall
+#: (at most ``BACKOFF_MAX_NS``) and halves with each launch without one.
+STALL_NS = 1_000_000
 BACKOFF_MIN_NS = 2_000_000
 BACKOFF_MAX_NS = 200_000_000
 _CLOCK_MONOTONIC = 1
+_CLOCK_THREAD_CPUTIME_ID = 3
 _O_RDONLY = 0
 _O_CLOEXEC = 0o2000000  # the same on x86-64 and AArch64
 _FUTEX_WAIT_PRIVATE = 128
@@ -115,11 +120,6 @@ def _c(value: int, ty: ir.IntType = I64) -> ir.Constant:
     return ir.Constant(ty, value)
 
 
-def _at_least_one(b: ir.IRBuilder, count: ir.Value) -> ir.Value:
-    """``max(count, 1)``: a divisor."""
-    return b.select(b.icmp_signed("<", count, _c(1)), _c(1), count)
-
-
 class _Builder:
     def __init__(self, names: PoolSymbols, futex: int):
         self.module = ir.Module(name="relaxvm_llvm_pool")
@@ -158,6 +158,7 @@ class _Builder:
         self.serial_until = glob("pool_serial_until", I64)
         self.backoff = glob("pool_backoff", I64)
         self.stalls = glob("pool_stalls", I64)
+        self.helper_stalled = glob("pool_helper_stalled", I32)
         # /proc/loadavg, opened on first use (-2: not tried yet, -1: unavailable).
         self.load_fd = glob("pool_load_fd", I32, init=-2)
         path = bytearray(b"/proc/loadavg\0")
@@ -165,8 +166,8 @@ class _Builder:
         self.load_path.linkage = "internal"
         self.load_path.global_constant = True
         self.load_path.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(path)), path)
-        # Returns how many chunks the calling thread ran.
-        self.run_chunks = ir.Function(m, ir.FunctionType(I64, []), "pool_run_chunks")
+        # run_chunks(measure): the argument is nonzero in helpers, which time their chunks.
+        self.run_chunks = ir.Function(m, ir.FunctionType(ir.VoidType(), [I64]), "pool_run_chunks")
         self.run_chunks.linkage = "internal"
         self.idle_cpus = ir.Function(m, ir.FunctionType(I64, []), "pool_idle_cpus")
         self.idle_cpus.linkage = "internal"
@@ -291,7 +292,7 @@ class _Builder:
             asleep=self.awake,
         )
         b.store(self.load(b, seq_ptr, "acquire"), seen_slot)
-        b.call(self.run_chunks, [])
+        b.call(self.run_chunks, [_c(1)])
         b.branch(loop)
 
     # ---- claiming chunks -----------------------------------------------------------------
@@ -300,12 +301,15 @@ class _Builder:
         a thread whose core is taken by another process simply claims fewer chunks."""
         fn = self.run_chunks
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        measure = b.icmp_unsigned("!=", fn.args[0], _c(0))
         loop = fn.append_basic_block("claim")
         attempt = fn.append_basic_block("attempt")
         work = fn.append_basic_block("work")
         done = fn.append_basic_block("done")
-        ran = b.alloca(I64)
-        b.store(_c(0), ran)
+        clock = b.alloca(ir.ArrayType(I64, 2))
+        slot = b.bitcast(clock, I64.as_pointer())
+        wall_start = b.alloca(I64)
+        cpu_start = b.alloca(I64)
         b.branch(loop)
         b.position_at_end(loop)
         word = self.load(b, self.claim, "acquire")
@@ -327,8 +331,16 @@ class _Builder:
             extra = b.select(b.icmp_signed("<", kk, remainder), kk, remainder)
             return b.add(b.mul(kk, quotient), extra)
 
+        with b.if_then(measure):
+            b.store(self.now(b, slot), wall_start)
+            b.store(self.now(b, slot, _CLOCK_THREAD_CPUTIME_ID), cpu_start)
         b.call(target, [bound(index), bound(b.add(index, _c(1))), closure])
-        b.store(b.add(b.load(ran), _c(1)), ran)
+        with b.if_then(measure):
+            # Wall time this thread was not running during the chunk: it lost its core.
+            wall = b.sub(self.now(b, slot), b.load(wall_start))
+            cpu = b.sub(self.now(b, slot, _CLOCK_THREAD_CPUTIME_ID), b.load(cpu_start))
+            with b.if_then(b.icmp_signed(">", b.sub(wall, cpu), _c(STALL_NS))):
+                self.store(b, _c(1, I32), self.helper_stalled, "monotonic")
         old = b.atomic_rmw("add", self.finished, _c(1, I32), "seq_cst")
         last = b.icmp_unsigned("==", b.add(old, _c(1, I32)), b.trunc(total, I32))
         with b.if_then(last):
@@ -337,11 +349,11 @@ class _Builder:
                 self.futex_call(b, self.finished, _FUTEX_WAKE_PRIVATE, _c(1, I32))
         b.branch(loop)
         b.position_at_end(done)
-        b.ret(b.load(ran))
+        b.ret_void()
 
-    def now(self, b: ir.IRBuilder, slot: ir.Value) -> ir.Value:
-        """CLOCK_MONOTONIC in nanoseconds (``slot``: two i64, a ``struct timespec``)."""
-        b.call(self.clock_gettime, [_c(_CLOCK_MONOTONIC, I32), slot])
+    def now(self, b: ir.IRBuilder, slot: ir.Value, clock: int = _CLOCK_MONOTONIC) -> ir.Value:
+        """A clock in nanoseconds (``slot``: two i64, a ``struct timespec``)."""
+        b.call(self.clock_gettime, [_c(clock, I32), slot])
         seconds = b.load(slot)
         nanos = b.load(b.gep(slot, [_c(1, I32)]))
         return b.add(b.mul(seconds, _c(1_000_000_000)), nanos)
@@ -512,9 +524,7 @@ class _Builder:
         k.add_incoming(b.add(k, _c(1)), b.block)
         b.branch(head)
         b.position_at_end(run)
-        started_at = self.now(b, clock_slot)
-        mine = b.call(self.run_chunks, [])
-        own_end = self.now(b, clock_slot)
+        b.call(self.run_chunks, [_c(0)])
         chunks = b.trunc(total, I32)
         self.spin_wait(
             b,
@@ -524,14 +534,13 @@ class _Builder:
             self.launcher_sleeping,
             "join",
         )
-        joined = self.now(b, clock_slot)
         with b.if_then(adaptive):
-            # A stall: the wait for the helpers' last chunks exceeds one of our own chunks
-            # plus a margin (a helper that merely started late, at full speed, finishes
-            # within one chunk; one that shares its core runs slower than that).
-            per_chunk = b.sdiv(b.sub(own_end, started_at), _at_least_one(b, mine))
-            limit = b.add(per_chunk, _c(STALL_MARGIN_NS))
-            stalled = b.icmp_signed(">", b.sub(joined, own_end), limit)
+            # A stall: a helper lost its core in the middle of a chunk of this launch (or of
+            # an earlier one since the last check), which this launch may have waited for.
+            stalled = b.icmp_unsigned(
+                "!=", b.atomic_rmw("xchg", self.helper_stalled, _c(0, I32), "monotonic"), _c(0, I32)
+            )
+            joined = self.now(b, clock_slot)
             backoff = b.load(self.backoff)
             with b.if_else(stalled) as (on_stall, clean):
                 with on_stall:
@@ -562,6 +571,7 @@ class _Builder:
             self.awake,
             self.serial_until,
             self.backoff,
+            self.helper_stalled,
         ):
             b.store(ir.Constant(var.type.pointee, None), var)
         for var in (self.seq, self.sleeping):
