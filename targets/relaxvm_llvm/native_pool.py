@@ -53,7 +53,7 @@ from typing import Any
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-__all__ = ["MAX_WORKERS", "NativePool", "PoolSymbols", "build_native_pool"]
+__all__ = ["MAX_WORKERS", "STAT_NAMES", "NativePool", "PoolSymbols", "build_native_pool"]
 
 #: Slots (worker k uses slot k; slot 0 is the launching thread).
 MAX_WORKERS = 64
@@ -62,6 +62,12 @@ MAX_WORKERS = 64
 #: one it waits for lets it run), then a futex sleep.
 SPIN = 64
 YIELD = 64
+#: How long an idle helper keeps yielding (instead of ``YIELD`` rounds) before it sleeps in
+#: the kernel. Waking a sleeping thread on a halted virtual CPU takes from tens to hundreds
+#: of microseconds, so launches that follow each other (the layers of a model) would find
+#: their helpers asleep and finish before they arrive; a yielding helper gives its core to
+#: any other runnable thread at once.
+HELPER_SPIN_NS = 300_000
 #: Chunks per thread of a launch: finer than one per thread, so that when another process
 #: takes a core, the other threads pick up its share.
 GRAIN = 4
@@ -77,6 +83,21 @@ GRAIN = 4
 STALL_NS = 1_000_000
 BACKOFF_MIN_NS = 2_000_000
 BACKOFF_MAX_NS = 200_000_000
+#: Launch counters (``parallel.pool_stats()``): every launch, those that woke helpers, those
+#: run serially because another launch held the pool, because no other CPU was idle, because
+#: of a stall back-off, or with no helper to give (threads or iterations), the stalls, and
+#: the chunks run (all, and by helpers).
+STAT_NAMES = (
+    "launches",
+    "parallel",
+    "serial_pool_busy",
+    "serial_no_idle_cpu",
+    "serial_backoff",
+    "serial_small",
+    "stalls",
+    "chunks",
+    "helper_chunks",
+)
 _CLOCK_MONOTONIC = 1
 _CLOCK_THREAD_CPUTIME_ID = 3
 _O_RDONLY = 0
@@ -100,7 +121,7 @@ class NativePool:
     reset: Any  # ctypes function: () -> None, after fork in the child
     workers: Any  # ctypes function: () -> i64, threads started so far
     idle_cpus: Any  # ctypes function: () -> i64, CPUs idle besides the caller's (see below)
-    stalls: Any  # ctypes function: () -> i64, launches that waited on a descheduled helper
+    stat: Any  # ctypes function: (index in STAT_NAMES) -> i64, a launch counter
     engine: Any
 
 
@@ -157,8 +178,9 @@ class _Builder:
         # with each stall and halves with each clean launch.
         self.serial_until = glob("pool_serial_until", I64)
         self.backoff = glob("pool_backoff", I64)
-        self.stalls = glob("pool_stalls", I64)
         self.helper_stalled = glob("pool_helper_stalled", I32)
+        # What launches did (see STAT_NAMES), for parallel.pool_stats().
+        self.stats = glob("pool_stats", ir.ArrayType(I64, len(STAT_NAMES)))
         # /proc/loadavg, opened on first use (-2: not tried yet, -1: unavailable).
         self.load_fd = glob("pool_load_fd", I32, init=-2)
         path = bytearray(b"/proc/loadavg\0")
@@ -210,6 +232,10 @@ class _Builder:
     def store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, order: str = "seq_cst") -> None:
         b.store_atomic(value, ptr, order, value.type.width // 8)
 
+    def count(self, b: ir.IRBuilder, stat: str | ir.Value) -> None:
+        index = _c(STAT_NAMES.index(stat)) if isinstance(stat, str) else stat
+        b.atomic_rmw("add", self.slot(b, self.stats, index), _c(1), "monotonic")
+
     def futex_call(self, b: ir.IRBuilder, ptr: ir.Value, op: int, value: ir.Value) -> None:
         # Every variadic argument as a full i64 register (syscall() reads longs).
         if value.type != I64:
@@ -226,18 +252,24 @@ class _Builder:
         flag: ir.Value,
         tag: str,
         asleep: ir.Value | None = None,
+        yield_ns: int = 0,
     ) -> None:
         """Spin until ``done(b)`` (an i1), then sleep on ``word`` with ``flag`` raised.
 
         ``done`` is re-evaluated after raising the flag; ``word`` is re-read by the kernel
         before sleeping, so a change between the check and the sleep is never missed.
-        ``asleep``, when given, is a counter decremented for the time of the sleep.
+        ``asleep``, when given, is a counter decremented for the time of the sleep. The
+        spin is ``SPIN`` pauses, then ``sched_yield`` for ``YIELD`` rounds, or for
+        ``yield_ns`` nanoseconds when that is given.
         """
         entry = b.block
         spin = fn.append_basic_block(f"{tag}_spin")
         spin_more = fn.append_basic_block(f"{tag}_spin_more")
         sleep = fn.append_basic_block(f"{tag}_sleep")
         out = fn.append_basic_block(f"{tag}_out")
+        clock = b.alloca(ir.ArrayType(I64, 2))
+        slot = b.bitcast(clock, I64.as_pointer())
+        began = b.alloca(I64)
         b.branch(spin)
         b.position_at_end(spin)
         count = b.phi(I64)
@@ -248,11 +280,20 @@ class _Builder:
             with spinning:
                 if self.pause is not None:
                     b.call(self.pause, [])
+                if yield_ns:
+                    b.store(self.now(b, slot), began)
             with yielding:
                 b.call(self.sched_yield, [])
         following = b.add(count, _c(1))
         count.add_incoming(following, b.block)
-        b.cbranch(b.icmp_signed("<", following, _c(SPIN + YIELD)), spin, sleep)
+        if yield_ns:
+            # Keep yielding until yield_ns have passed since the pauses ended.
+            in_pauses = b.icmp_signed("<", following, _c(SPIN + 1))
+            elapsed = b.sub(self.now(b, slot), b.load(began))
+            keep = b.or_(in_pauses, b.icmp_signed("<", elapsed, _c(yield_ns)))
+        else:
+            keep = b.icmp_signed("<", following, _c(SPIN + YIELD))
+        b.cbranch(keep, spin, sleep)
         b.position_at_end(sleep)
         self.store(b, _c(1, I32), flag)
         observed = self.load(b, word)
@@ -290,6 +331,7 @@ class _Builder:
             flag_ptr,
             "task",
             asleep=self.awake,
+            yield_ns=HELPER_SPIN_NS,
         )
         b.store(self.load(b, seq_ptr, "acquire"), seen_slot)
         b.call(self.run_chunks, [_c(1)])
@@ -331,7 +373,9 @@ class _Builder:
             extra = b.select(b.icmp_signed("<", kk, remainder), kk, remainder)
             return b.add(b.mul(kk, quotient), extra)
 
+        self.count(b, "chunks")
         with b.if_then(measure):
+            self.count(b, "helper_chunks")
             b.store(self.now(b, slot), wall_start)
             b.store(self.now(b, slot, _CLOCK_THREAD_CPUTIME_ID), cpu_start)
         b.call(target, [bound(index), bound(b.add(index, _c(1))), closure])
@@ -443,8 +487,10 @@ class _Builder:
             b.ret(b.call(self.py_launch, [target_raw, closure, extent]))
         threads = b.load(self.num_threads)
         tid = b.alloca(I64)
+        self.count(b, "launches")
         swap = b.cmpxchg(self.busy, _c(0, I32), _c(1, I32), "acquire", "monotonic")
         with b.if_then(b.not_(b.extract_value(swap, 1))):
+            self.count(b, "serial_pool_busy")
             b.call(target, [_c(0), extent, closure])  # a launch is running: run serially
             b.ret(_c(0, I32))
 
@@ -486,17 +532,27 @@ class _Builder:
         backing_off = b.icmp_signed("<", self.now(b, clock_slot), b.load(self.serial_until))
         idle = b.select(backing_off, _c(0), b.call(self.idle_cpus, []))
         limited = smaller(helpers, idle)
+        reason = b.select(
+            backing_off,
+            _c(STAT_NAMES.index("serial_backoff")),
+            _c(STAT_NAMES.index("serial_no_idle_cpu")),
+        )
         b.branch(gated)
         b.position_at_end(gated)
         chosen = b.phi(I64)
         chosen.add_incoming(helpers, ungated)
         chosen.add_incoming(limited, measure)
+        why = b.phi(I64)
+        why.add_incoming(_c(STAT_NAMES.index("serial_small")), ungated)
+        why.add_incoming(reason, measure)
         helpers = chosen
         with b.if_then(b.icmp_signed("<=", helpers, _c(0))):
             # Every other core is busy (or one iteration): the caller does it all.
+            self.count(b, why)
             b.call(target, [_c(0), extent, closure])
             self.store(b, _c(0, I32), self.busy, "release")
             b.ret(_c(0, I32))
+        self.count(b, "parallel")
         # GRAIN chunks per participant (never more than iterations), claimed dynamically.
         total = smaller(extent, b.mul(b.add(helpers, _c(1)), _c(GRAIN)))
         b.store(target_raw, self.task_fn)
@@ -553,7 +609,7 @@ class _Builder:
                     )
                     b.store(doubled, self.backoff)
                     b.store(b.add(joined, doubled), self.serial_until)
-                    b.store(b.add(b.load(self.stalls), _c(1)), self.stalls)
+                    self.count(b, "stalls")
                 with clean:
                     b.store(b.ashr(backoff, _c(1)), self.backoff)
         self.store(b, _c(0, I32), self.busy, "release")
@@ -584,9 +640,9 @@ class _Builder:
         idle = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_idle_cpus")
         b = ir.IRBuilder(idle.append_basic_block("entry"))
         b.ret(b.call(self.idle_cpus, []))
-        stalls = ir.Function(m, ir.FunctionType(I64, []), "relaxvm_llvm_pool_stalls")
-        b = ir.IRBuilder(stalls.append_basic_block("entry"))
-        b.ret(b.load(self.stalls))
+        stats = ir.Function(m, ir.FunctionType(I64, [I64]), "relaxvm_llvm_pool_stat")
+        b = ir.IRBuilder(stats.append_basic_block("entry"))
+        b.ret(self.load(b, self.slot(b, self.stats, stats.args[0]), "monotonic"))
 
 
 def build_native_pool(names: PoolSymbols) -> NativePool | None:
@@ -616,12 +672,12 @@ def build_native_pool(names: PoolSymbols) -> NativePool | None:
         reset = engine.get_function_address("relaxvm_llvm_pool_reset")
         workers = engine.get_function_address("relaxvm_llvm_pool_workers")
         idle = engine.get_function_address("relaxvm_llvm_pool_idle_cpus")
-        stalls = engine.get_function_address("relaxvm_llvm_pool_stalls")
+        stat = engine.get_function_address("relaxvm_llvm_pool_stat")
     return NativePool(
         launch_address=launch,
         reset=ctypes.CFUNCTYPE(None)(reset),
         workers=ctypes.CFUNCTYPE(ctypes.c_int64)(workers),
         idle_cpus=ctypes.CFUNCTYPE(ctypes.c_int64)(idle),
-        stalls=ctypes.CFUNCTYPE(ctypes.c_int64)(stalls),
+        stat=ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(stat),
         engine=engine,
     )

@@ -72,6 +72,7 @@ __all__ = [
     "idle_cpus",
     "native_workers",
     "parallel_stalls",
+    "pool_stats",
     "set_num_threads",
     "set_parallel_adaptive",
     "set_parallel_backend",
@@ -430,10 +431,23 @@ def idle_cpus() -> int:
 
 
 def parallel_stalls() -> int:
-    """Launches of the native pool that waited on a helper which lost its core mid-chunk
-    (each one starts a serial back-off; 0 without a native pool)."""
+    """Launches of the native pool in which a helper lost its core mid-chunk (each one
+    starts a serial back-off; 0 without a native pool)."""
+    return pool_stats()["stalls"]
+
+
+def pool_stats() -> dict[str, int]:
+    """What the native pool's launches did since the process started: ``launches``,
+    ``parallel`` (helpers woken), ``serial_pool_busy`` (another launch held the pool),
+    ``serial_no_idle_cpu``, ``serial_backoff`` (after a stall), ``serial_small`` (no helper
+    to give: one thread or one iteration), ``stalls``, and the ``chunks`` of parallel
+    launches, ``helper_chunks`` of them run by helpers. All zero without a native pool."""
+    from .native_pool import STAT_NAMES
+
     ensure_symbols()
-    return 0 if _native is None else int(_native.stalls())
+    if _native is None:
+        return dict.fromkeys(STAT_NAMES, 0)
+    return {name: int(_native.stat(k)) for k, name in enumerate(STAT_NAMES)}
 
 
 def native_workers() -> int:
