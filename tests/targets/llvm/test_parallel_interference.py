@@ -139,6 +139,32 @@ def test_adaptive_launches_under_load_count_their_stalls(step: Any, busy_process
     assert isinstance(after, int) and after >= before >= 0
 
 
+def test_pool_stats_count_what_launches_did(step: Any) -> None:
+    if parallel._native is None:
+        pytest.skip("no native pool on this platform")
+    before = parallel.pool_stats()
+    with parallel.always_parallel(threads=2):
+        _check_launches(step, 1000, launches=10)
+        _check_launches(step, 1, launches=10)  # one iteration: no helper to give
+    after = parallel.pool_stats()
+    grew = {name: after[name] - before[name] for name in after}
+    assert grew["launches"] >= 20
+    assert grew["parallel"] >= 10 and grew["serial_small"] >= 10
+    assert grew["chunks"] >= 10 * 2 * 4  # four chunks per participant of each parallel launch
+    assert 0 <= grew["helper_chunks"] <= grew["chunks"]
+    assert set(after) == {
+        "launches",
+        "parallel",
+        "serial_pool_busy",
+        "serial_no_idle_cpu",
+        "serial_backoff",
+        "serial_small",
+        "stalls",
+        "chunks",
+        "helper_chunks",
+    }
+
+
 def test_adaptive_setting_is_validated() -> None:
     with pytest.raises(TypeError, match=r"set_parallel_adaptive: enabled must be a bool, got 1"):
         parallel.set_parallel_adaptive(1)  # type: ignore[arg-type]
