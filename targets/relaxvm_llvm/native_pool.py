@@ -30,8 +30,9 @@ classic store-flag / re-check pairs, sequentially consistent, so no wake-up is l
   such a loss cannot repeat launch after launch;
 * worker ``k`` (1 <= k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
   ``sleeping[k]`` flag. It waits for ``seq[k]`` to change, claims chunks until none is left,
-  and waits again. ``awake`` counts the workers not asleep in the kernel (they are runnable,
-  so the load reading subtracts them);
+  and waits again. The workers whose ``sleeping`` flag is clear are runnable (spinning,
+  working, or woken by the launcher, which clears the flag), so the load reading counts them
+  as the pool's own;
 * the launcher takes the ``busy`` lock without waiting (when another launch holds it, e.g.
   from another Python thread, it runs the loop serially itself, so nothing can deadlock),
   starts missing workers, publishes the task, bumps ``seq`` of the helpers it wants, claims
@@ -99,6 +100,8 @@ STAT_NAMES = (
     "helper_chunks",
 )
 _CLOCK_MONOTONIC = 1
+#: 64-bit words of the CPU masks a helper uses (``cpu_set_t``: 1024 CPUs).
+_AFFINITY_WORDS = 16
 _CLOCK_THREAD_CPUTIME_ID = 3
 _O_RDONLY = 0
 _O_CLOEXEC = 0o2000000  # the same on x86-64 and AArch64
@@ -160,8 +163,8 @@ class _Builder:
         slots = ir.ArrayType
         self.busy = glob("pool_busy", I32)
         self.launcher_sleeping = glob("pool_launcher_sleeping", I32)
+        self.launcher_cpu = glob("pool_launcher_cpu", I32, init=-1)
         self.nworkers = glob("pool_nworkers", I64)
-        self.awake = glob("pool_awake", I64)
         self.seq = glob("pool_seq", slots(I32, MAX_WORKERS))
         self.sleeping = glob("pool_sleeping", slots(I32, MAX_WORKERS))
         # The current launch: one task shared by all, cut into chunks that the threads claim
@@ -212,6 +215,10 @@ class _Builder:
         )
         self.pthread_detach = ir.Function(m, ir.FunctionType(I32, [I64]), "pthread_detach")
         self.sched_yield = ir.Function(m, ir.FunctionType(I32, []), "sched_yield")
+        self.sched_getcpu = ir.Function(m, ir.FunctionType(I32, []), "sched_getcpu")
+        affinity = ir.FunctionType(I32, [I32, I64, PTR])
+        self.sched_getaffinity = ir.Function(m, affinity, "sched_getaffinity")
+        self.sched_setaffinity = ir.Function(m, affinity, "sched_setaffinity")
         self.worker = ir.Function(m, thread_fn, "relaxvm_llvm_pool_worker")
         self.worker.linkage = "internal"
         machine = platform.machine().lower()
@@ -251,16 +258,16 @@ class _Builder:
         word: ir.Value,
         flag: ir.Value,
         tag: str,
-        asleep: ir.Value | None = None,
         yield_ns: int = 0,
+        may_spin: Any = None,
     ) -> None:
         """Spin until ``done(b)`` (an i1), then sleep on ``word`` with ``flag`` raised.
 
         ``done`` is re-evaluated after raising the flag; ``word`` is re-read by the kernel
         before sleeping, so a change between the check and the sleep is never missed.
-        ``asleep``, when given, is a counter decremented for the time of the sleep. The
-        spin is ``SPIN`` pauses, then ``sched_yield`` for ``YIELD`` rounds, or for
-        ``yield_ns`` nanoseconds when that is given.
+        The spin is ``SPIN`` pauses, then ``sched_yield`` for ``YIELD`` rounds, or for
+        ``yield_ns`` nanoseconds when that is given, as long as ``may_spin(b)`` (an i1, when
+        given) holds.
         """
         entry = b.block
         spin = fn.append_basic_block(f"{tag}_spin")
@@ -285,24 +292,22 @@ class _Builder:
             with yielding:
                 b.call(self.sched_yield, [])
         following = b.add(count, _c(1))
-        count.add_incoming(following, b.block)
         if yield_ns:
             # Keep yielding until yield_ns have passed since the pauses ended.
             in_pauses = b.icmp_signed("<", following, _c(SPIN + 1))
             elapsed = b.sub(self.now(b, slot), b.load(began))
             keep = b.or_(in_pauses, b.icmp_signed("<", elapsed, _c(yield_ns)))
+            if may_spin is not None:
+                keep = b.and_(keep, may_spin(b))
         else:
             keep = b.icmp_signed("<", following, _c(SPIN + YIELD))
+        count.add_incoming(following, b.block)  # after any blocks may_spin added
         b.cbranch(keep, spin, sleep)
         b.position_at_end(sleep)
         self.store(b, _c(1, I32), flag)
         observed = self.load(b, word)
         with b.if_then(b.not_(done(b))):
-            if asleep is not None:
-                b.atomic_rmw("sub", asleep, _c(1), "monotonic")
             self.futex_call(b, word, _FUTEX_WAIT_PRIVATE, observed)
-            if asleep is not None:
-                b.atomic_rmw("add", asleep, _c(1), "monotonic")
         self.store(b, _c(0, I32), flag)
         sleep_end = b.block
         count.add_incoming(_c(0), sleep_end)
@@ -310,6 +315,49 @@ class _Builder:
         b.position_at_end(out)
 
     # ---- the worker --------------------------------------------------------------------
+    def off_launcher_cpu(
+        self, b: ir.IRBuilder, allowed: ir.Value, scratch: ir.Value, excluded: ir.Value
+    ) -> ir.Value:
+        """Whether this helper may keep spinning: an i1, true unless it shares the last
+        launcher's CPU and cannot leave it.
+
+        A helper that spins (or is woken) on the launcher's CPU only takes turns with it, and
+        a scheduler may leave the two there while another CPU idles (seen on virtual
+        machines, where the futex wake-up placed the helper beside its waker and preempted
+        it). Such a helper drops the launcher's CPU from its own affinity (``allowed``, the
+        CPUs it started with, less that one), which moves it at once; where that fails it
+        sleeps instead.
+        """
+        here = b.call(self.sched_getcpu, [])
+        launcher = self.load(b, self.launcher_cpu, "monotonic")
+        beside = b.icmp_signed("==", here, launcher)
+        result = b.alloca(ir.IntType(1))
+        b.store(ir.Constant(ir.IntType(1), 1), result)
+        with b.if_then(beside):
+            in_mask = b.and_(
+                b.icmp_signed(">=", launcher, _c(0, I32)),
+                b.icmp_signed("<", launcher, _c(_AFFINITY_WORDS * 64, I32)),
+            )
+            fresh = b.icmp_signed("!=", launcher, b.load(excluded))
+            b.store(ir.Constant(ir.IntType(1), 0), result)
+            with b.if_then(b.and_(in_mask, fresh)):
+                for word in range(_AFFINITY_WORDS):
+                    source = b.gep(allowed, [_c(0, I32), _c(word, I32)])
+                    b.store(b.load(source), b.gep(scratch, [_c(0, I32), _c(word, I32)]))
+                cpu = b.zext(launcher, I64)
+                word_ptr = b.gep(scratch, [_c(0, I32), b.lshr(cpu, _c(6))])
+                bit = b.shl(_c(1), b.and_(cpu, _c(63)))
+                b.store(b.and_(b.load(word_ptr), b.xor(bit, _c(-1))), word_ptr)
+                status = b.call(
+                    self.sched_setaffinity,
+                    [_c(0, I32), _c(_AFFINITY_WORDS * 8), b.bitcast(scratch, PTR)],
+                )
+                moved = b.icmp_signed("==", status, _c(0, I32))
+                with b.if_then(moved):
+                    b.store(launcher, excluded)
+                b.store(moved, result)
+        return b.load(result)
+
     def build_worker(self) -> None:
         fn = self.worker
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -318,7 +366,17 @@ class _Builder:
         flag_ptr = self.slot(b, self.sleeping, k)
         seen_slot = b.alloca(I32)
         b.store(_c(0, I32), seen_slot)
-        b.atomic_rmw("add", self.awake, _c(1), "monotonic")
+        mask_type = ir.ArrayType(I64, _AFFINITY_WORDS)
+        allowed = b.alloca(mask_type)
+        scratch = b.alloca(mask_type)
+        excluded = b.alloca(I32)
+        b.store(_c(-1, I32), excluded)
+        b.store(ir.Constant(mask_type, None), allowed)
+        got = b.call(
+            self.sched_getaffinity,
+            [_c(0, I32), _c(_AFFINITY_WORDS * 8), b.bitcast(allowed, PTR)],
+        )
+        known = b.icmp_signed("==", got, _c(0, I32))  # glibc: 0 on success
         loop = fn.append_basic_block("loop")
         b.branch(loop)
         b.position_at_end(loop)
@@ -330,8 +388,10 @@ class _Builder:
             seq_ptr,
             flag_ptr,
             "task",
-            asleep=self.awake,
             yield_ns=HELPER_SPIN_NS,
+            may_spin=lambda bb: bb.and_(
+                known, self.off_launcher_cpu(bb, allowed, scratch, excluded)
+            ),
         )
         b.store(self.load(b, seq_ptr, "acquire"), seen_slot)
         b.call(self.run_chunks, [_c(1)])
@@ -467,7 +527,27 @@ class _Builder:
         b.position_at_end(finish)
         with b.if_then(b.icmp_signed("<=", value, _c(0))):
             b.ret(unknown)  # not the format we know
-        awake = self.load(b, self.awake, "monotonic")
+        # This pool's workers that are not asleep (a flag the launcher clears when it wakes
+        # one, so a helper that is waking up, runnable but not yet running, counts as ours).
+        count_entry = b.block
+        count_loop = fn.append_basic_block("count_awake")
+        count_done = fn.append_basic_block("counted")
+        workers = b.load(self.nworkers)
+        b.cbranch(b.icmp_signed(">=", workers, _c(1)), count_loop, count_done)
+        b.position_at_end(count_loop)
+        k = b.phi(I64)
+        tally = b.phi(I64)
+        k.add_incoming(_c(1), count_entry)
+        tally.add_incoming(_c(0), count_entry)
+        flag = self.load(b, self.slot(b, self.sleeping, k), "monotonic")
+        following = b.add(tally, b.zext(b.icmp_unsigned("==", flag, _c(0, I32)), I64))
+        k.add_incoming(b.add(k, _c(1)), count_loop)
+        tally.add_incoming(following, count_loop)
+        b.cbranch(b.icmp_signed("<", k, workers), count_loop, count_done)
+        b.position_at_end(count_done)
+        awake = b.phi(I64)
+        awake.add_incoming(_c(0), count_entry)
+        awake.add_incoming(following, count_loop)
         # Runnable threads that are neither the caller nor this pool's own awake workers.
         others = b.sub(b.sub(value, _c(1)), awake)
         others = b.select(b.icmp_signed("<", others, _c(0)), _c(0), others)
@@ -553,6 +633,7 @@ class _Builder:
             self.store(b, _c(0, I32), self.busy, "release")
             b.ret(_c(0, I32))
         self.count(b, "parallel")
+        self.store(b, b.call(self.sched_getcpu, []), self.launcher_cpu, "monotonic")
         # GRAIN chunks per participant (never more than iterations), claimed dynamically.
         total = smaller(extent, b.mul(b.add(helpers, _c(1)), _c(GRAIN)))
         b.store(target_raw, self.task_fn)
@@ -574,8 +655,10 @@ class _Builder:
         b.position_at_end(body)
         seq_ptr = self.slot(b, self.seq, k)
         b.atomic_rmw("add", seq_ptr, _c(1, I32), "seq_cst")
-        flag = self.load(b, self.slot(b, self.sleeping, k))
-        with b.if_then(b.icmp_unsigned("!=", flag, _c(0, I32))):
+        flag_ptr = self.slot(b, self.sleeping, k)
+        with b.if_then(b.icmp_unsigned("!=", self.load(b, flag_ptr), _c(0, I32))):
+            # Awake from now on for the idle count, though its CPU may take a while to run it.
+            self.store(b, _c(0, I32), flag_ptr)
             self.futex_call(b, seq_ptr, _FUTEX_WAKE_PRIVATE, _c(1, I32))
         k.add_incoming(b.add(k, _c(1)), b.block)
         b.branch(head)
@@ -624,7 +707,6 @@ class _Builder:
             self.finished,
             self.launcher_sleeping,
             self.nworkers,
-            self.awake,
             self.serial_until,
             self.backoff,
             self.helper_stalled,

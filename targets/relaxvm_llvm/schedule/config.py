@@ -29,10 +29,11 @@ __all__ = [
 ]
 
 #: How many times ``parallel_cutoff`` of work a matmul-like kernel with only one or a few rows
-#: (a batch-1 layer) must carry before its column tiles run in parallel: a 512 x 512 layer at
-#: batch 1 takes about 20 us on one core and no less on two, while a second thread that waits
-#: for a core (another process, numpy's spinning BLAS threads) costs up to a time slice.
-SMALL_PARALLEL_FACTOR = 4
+#: (a batch-1 layer) must carry before its column tiles run in parallel. Once 4: a helper that
+#: waited for a core cost a time slice. The pool now wakes helpers only for idle CPUs, never
+#: waits for one that has not started, and keeps them off the launcher's CPU, so a 512 x 512
+#: layer at batch 1 splits: the 3-layer MLP at batch 1 took 0.79x its one-thread time.
+SMALL_PARALLEL_FACTOR = 1
 
 #: The attributes of an ``llvm`` target, with what each means (``Target("llvm -key=value")``;
 #: in a dict target ``vector_bits`` may be spelled with an underscore). Anything else is refused.

@@ -18,7 +18,7 @@ copy. Putting the column tiles outermost keeps a tile's ``K x V`` slice of ``W``
 the rows reuse it, and gives each thread its own slice of ``W`` (no shared cache lines in
 the output either). The column tiles run in parallel only when the smallest call (one row
 for a symbolic count) has several times the parallel cutoff of work
-(:data:`~.config.SMALL_PARALLEL_FACTOR`): a 512 x 512 layer at batch 1 stays on one core.
+(:data:`~.config.SMALL_PARALLEL_FACTOR`): a 512 x 512 layer at batch 1 splits over two.
 Static row counts up to the register tile's rows (6 with AVX2) use one
 exact ``n``-row tile (narrower, so its accumulators stay in registers); symbolic ones
 one-row tiles, and :func:`with_small_rows` chooses between this path and the
@@ -154,10 +154,8 @@ def schedule_small_rows(
         return first * (plan.cols // pack.cols)
 
     # Work of the smallest call (one row when the count is symbolic): the column tiles run
-    # in parallel only when that is several times the parallel cutoff. A batch-1 layer of
-    # 512 x 512 takes about 20 us on one core, no more than on two once the launch is paid,
-    # and a second thread that has to wait for a core (another process, numpy's spinning
-    # BLAS threads) costs far more than that.
+    # in parallel only when that reaches SMALL_PARALLEL_FACTOR times the parallel cutoff
+    # (the pool itself skips busy cores and never waits for a helper that has not started).
     per_row = product([lp.extent for lp in [*above, *below, *stage.reduce_loops]] + [col_extent])
     per_row_const = static_extent(per_row) if per_row is not None else None
     work = per_row_const * (rows_const or 1) if per_row_const is not None else None
