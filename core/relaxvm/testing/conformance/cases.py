@@ -420,10 +420,11 @@ def _create() -> list[OpTemplate]:
 def templates() -> list[OpTemplate]:
     """Every template of the matrix."""
     # The second half of the table imports this module's helpers, hence the late import.
-    from . import cases_index, cases_math, cases_nn, cases_shape, cases_sort
+    from . import cases_index, cases_math, cases_matmul_rows, cases_nn, cases_shape, cases_sort
     from .cases_tensor import tensor_templates
 
-    families = [m.templates() for m in (cases_math, cases_shape, cases_index, cases_nn, cases_sort)]
+    modules = (cases_math, cases_shape, cases_index, cases_nn, cases_sort, cases_matmul_rows)
+    families = [m.templates() for m in modules]
     extra = [template for family in families for template in family]
     return _elementwise() + _misc_elementwise() + _create() + tensor_templates() + extra
 
