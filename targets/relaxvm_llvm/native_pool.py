@@ -228,6 +228,16 @@ class _Builder:
 
     # ---- helpers -----------------------------------------------------------------------
     @staticmethod
+    def entry_alloca(b: ir.IRBuilder, ty: ir.Type) -> ir.Value:
+        """A stack slot allocated once, in the entry block of ``b``'s function: an alloca in
+        a loop (a worker's wait) would grow the stack on every pass until it overflows."""
+        entry = b.function.entry_basic_block
+        at_entry = ir.IRBuilder(entry)
+        if entry.instructions:
+            at_entry.position_before(entry.instructions[0])
+        return at_entry.alloca(ty)
+
+    @staticmethod
     def slot(b: ir.IRBuilder, array: ir.GlobalVariable, k: ir.Value) -> ir.Value:
         return b.gep(array, [_c(0, I32), k], inbounds=True)
 
@@ -274,9 +284,9 @@ class _Builder:
         spin_more = fn.append_basic_block(f"{tag}_spin_more")
         sleep = fn.append_basic_block(f"{tag}_sleep")
         out = fn.append_basic_block(f"{tag}_out")
-        clock = b.alloca(ir.ArrayType(I64, 2))
+        clock = self.entry_alloca(b, ir.ArrayType(I64, 2))
         slot = b.bitcast(clock, I64.as_pointer())
-        began = b.alloca(I64)
+        began = self.entry_alloca(b, I64)
         b.branch(spin)
         b.position_at_end(spin)
         count = b.phi(I64)
@@ -331,7 +341,7 @@ class _Builder:
         here = b.call(self.sched_getcpu, [])
         launcher = self.load(b, self.launcher_cpu, "monotonic")
         beside = b.icmp_signed("==", here, launcher)
-        result = b.alloca(ir.IntType(1))
+        result = self.entry_alloca(b, ir.IntType(1))
         b.store(ir.Constant(ir.IntType(1), 1), result)
         with b.if_then(beside):
             in_mask = b.and_(
@@ -566,7 +576,7 @@ class _Builder:
         with b.if_then(b.icmp_unsigned("!=", b.load(self.use_python), _c(0))):
             b.ret(b.call(self.py_launch, [target_raw, closure, extent]))
         threads = b.load(self.num_threads)
-        tid = b.alloca(I64)
+        tid = self.entry_alloca(b, I64)
         self.count(b, "launches")
         swap = b.cmpxchg(self.busy, _c(0, I32), _c(1, I32), "acquire", "monotonic")
         with b.if_then(b.not_(b.extract_value(swap, 1))):
@@ -601,7 +611,7 @@ class _Builder:
         helpers = smaller(smaller(b.load(self.nworkers), want), b.sub(extent, _c(1)))
         # Adaptive: wake no more helpers than there are idle CPUs right now, and none while
         # backing off after a stall.
-        clock = b.alloca(ir.ArrayType(I64, 2))
+        clock = self.entry_alloca(b, ir.ArrayType(I64, 2))
         clock_slot = b.bitcast(clock, I64.as_pointer())
         adaptive = b.icmp_unsigned("!=", b.load(self.adaptive), _c(0))
         measure = fn.append_basic_block("measure")

@@ -165,6 +165,36 @@ def test_pool_stats_count_what_launches_did(step: Any) -> None:
     }
 
 
+def test_pool_code_allocates_its_stack_slots_once() -> None:
+    """Every alloca of the pool sits in an entry block: one inside a worker's wait loop grows
+    the worker's stack on every pass until it overflows (a segfault after enough launches)."""
+    from relaxvm_llvm.native_pool import PoolSymbols, _Builder
+
+    gen = _Builder(PoolSymbols("flag", "launch", "threads", "adaptive", "cpus"), futex=202)
+    gen.build_run_chunks()
+    gen.build_idle_cpus()
+    gen.build_worker()
+    gen.build_launch()
+    gen.build_helpers()
+    misplaced = []
+    function, block = "", ""
+    for line in str(gen.module).splitlines():
+        if line.startswith("define"):
+            function, block = line, "entry"
+        elif line and not line.startswith(" ") and line.endswith(":"):
+            block = line[:-1].strip('"')
+        elif " alloca " in line and block != "entry":
+            misplaced.append((function, block, line.strip()))
+    assert misplaced == []
+
+
+def test_many_launches_keep_every_worker_alive(step: Any) -> None:
+    if parallel._native is None:
+        pytest.skip("no native pool on this platform")
+    with parallel.always_parallel(threads=2):
+        _check_launches(step, 64, launches=20_000)
+
+
 def test_adaptive_setting_is_validated() -> None:
     with pytest.raises(TypeError, match=r"set_parallel_adaptive: enabled must be a bool, got 1"):
         parallel.set_parallel_adaptive(1)  # type: ignore[arg-type]
