@@ -29,11 +29,12 @@ __all__ = [
 ]
 
 #: How many times ``parallel_cutoff`` of work a matmul-like kernel with only one or a few rows
-#: (a batch-1 layer) must carry before its column tiles run in parallel. Once 4: a helper that
-#: waited for a core cost a time slice. The pool now wakes helpers only for idle CPUs, never
-#: waits for one that has not started, and keeps them off the launcher's CPU, so a 512 x 512
-#: layer at batch 1 splits: the 3-layer MLP at batch 1 took 0.79x its one-thread time.
-SMALL_PARALLEL_FACTOR = 1
+#: (a batch-1 layer) must carry before its column tiles run in parallel. A 512 x 512 layer at
+#: batch 1 (2**18 multiply-adds, ~30 us) stays on one core: split (factor 1), the 3-layer MLP
+#: at batch 1 took 0.79-0.80x its one-thread time in one run, but 0.99-1.14x in another and
+#: 1.48x beside a busy process (launches of ~15 us per thread leave no margin for a helper's
+#: wake-up or a shared core), so the split waits for layers of 4x that work.
+SMALL_PARALLEL_FACTOR = 4
 
 #: The attributes of an ``llvm`` target, with what each means (``Target("llvm -key=value")``;
 #: in a dict target ``vector_bits`` may be spelled with an underscore). Anything else is refused.

@@ -18,7 +18,7 @@ copy. Putting the column tiles outermost keeps a tile's ``K x V`` slice of ``W``
 the rows reuse it, and gives each thread its own slice of ``W`` (no shared cache lines in
 the output either). The column tiles run in parallel only when the smallest call (one row
 for a symbolic count) has several times the parallel cutoff of work
-(:data:`~.config.SMALL_PARALLEL_FACTOR`): a 512 x 512 layer at batch 1 splits over two.
+(:data:`~.config.SMALL_PARALLEL_FACTOR`): a 512 x 512 layer at batch 1 stays on one core.
 Static row counts up to the register tile's rows (6 with AVX2) use one
 exact ``n``-row tile (narrower, so its accumulators stay in registers); symbolic ones
 one-row tiles, and :func:`with_small_rows` chooses between this path and the

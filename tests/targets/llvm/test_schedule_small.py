@@ -18,7 +18,6 @@ from relaxvm.ir import Var
 from relaxvm.ir.tir import For, ForKind, IfThenElse, PrimFunc, post_order_visit, run_prim_func
 from relaxvm_llvm.schedule import CpuConfig, cpu_config, schedule_prim_func
 from relaxvm_llvm.schedule import workloads as wl
-from relaxvm_llvm.schedule.config import SMALL_PARALLEL_FACTOR
 from relaxvm_llvm.schedule.small import SMALL_ROWS, SMALL_VECTORS
 
 AVX2 = CpuConfig(vector_bits=256, num_threads=2, parallel_cutoff=0)
@@ -106,18 +105,13 @@ def test_serial_when_the_work_is_small() -> None:
     config = replace(AVX2, parallel_cutoff=1 << 18)
     scheduled = schedule_prim_func(wl.matmul(1, 64, 64), config)
     assert _parallel_extents(scheduled.body) == []
-    # Below SMALL_PARALLEL_FACTOR x the cutoff per row (a 256 x 512 layer: 2**17
-    # multiply-adds) the column tiles stay on one core, static or symbolic; a batch-1 layer
-    # of 512 x 512 (2**18) reaches it, and its column tiles are parallel.
-    assert SMALL_PARALLEL_FACTOR == 1
+    # A batch-1 layer of 512 x 512 (one row: 2**18 multiply-adds) stays on one core, static
+    # or symbolic; from 4x the cutoff per row, its column tiles are parallel.
     n = Var("n")
     for rows in (1, n):
-        small = schedule_prim_func(wl.matmul(rows, 256, 512), config)
+        small = schedule_prim_func(wl.matmul(rows, 512, 512), config)
         branch = _top_branch(small) if rows is n else None
         assert _parallel_extents(branch.then_case if branch else small.body) == []
-        layer = schedule_prim_func(wl.matmul(rows, 512, 512), config)
-        branch = _top_branch(layer) if rows is n else None
-        assert len(_parallel_extents(branch.then_case if branch else layer.body)) == 1
     wide = _top_branch(schedule_prim_func(wl.matmul(n, 1024, 1024), config))
     assert wide is not None and len(_parallel_extents(wide.then_case)) == 1
     one_row = schedule_prim_func(wl.matmul(1, 1024, 1024), config)
