@@ -25,9 +25,13 @@ classic store-flag / re-check pairs, sequentially consistent, so no wake-up is l
   on the calling thread and loses nothing (``adaptive``, on by default);
 * a helper times each chunk it runs, in wall time and in its own CPU time: a difference of
   more than ``STALL_NS`` means it lost its core in the middle of the chunk (contention that
-  began after the idle check), which the launcher may have waited for. That is a *stall*; the launcher then runs launches serially for a back-off period that
-  doubles with each further stall (2 ms up to 0.2 s) and halves with each clean launch, so
-  such a loss cannot repeat launch after launch;
+  began after the idle check), which the launcher may have waited for. That is a *stall*;
+  the launcher then runs launches serially for a back-off period that doubles with each
+  further stall (2 ms up to 0.2 s) and halves with each clean launch, so such a loss cannot
+  repeat launch after launch;
+* an idle helper yields for ``HELPER_SPIN_NS`` before it sleeps, and one that finds itself on
+  the last launcher's CPU drops that CPU from its own affinity (the CPUs it started with, less
+  that one), so that helper and launcher do not take turns on one CPU while another idles;
 * worker ``k`` (1 <= k < ``MAX_WORKERS``) owns a 32-bit sequence number ``seq[k]`` and a
   ``sleeping[k]`` flag. It waits for ``seq[k]`` to change, claims chunks until none is left,
   and waits again. The workers whose ``sleeping`` flag is clear are runnable (spinning,
