@@ -137,7 +137,7 @@ def decode_entry(data: bytes, key: str) -> CompiledObject:
     start += key_size
     compiled = loads(body[start : start + module_size])
     llvm_ir = zlib.decompress(body[start + module_size :]).decode("utf-8")
-    return CompiledObject(compiled.object_code, compiled.signatures, compiled.info, llvm_ir)
+    return CompiledObject(compiled.objects, compiled.signatures, compiled.info, llvm_ir)
 
 
 def check_request(compiled: CompiledObject, funcs: Sequence[tuple[str, PrimFunc]]) -> None:

@@ -1,13 +1,15 @@
-"""PrimFuncs to one optimized LLVM module and its object code.
+"""PrimFuncs to optimized LLVM modules and their object code.
 
 Each kernel is generated into its own ``llvmlite.ir`` module and verified alone, so an error
-names the kernel; the verified modules are then linked, optimized together (O3 with loop and
-SLP vectorization) and emitted as one object file.
+names the kernel. A small build links the verified modules, optimizes them together (O3 with
+loop and SLP vectorization) and emits one object file; a large one optimizes and emits each
+kernel on its own, in this process and in worker processes, while the next kernels' IR is
+generated (:mod:`relaxvm_llvm.compile_pool`), and keeps one object file per kernel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -30,7 +32,8 @@ _INT64 = DataType("int64")
 class CompiledObject:
     """Object code for a set of kernels plus what is needed to call them."""
 
-    object_code: bytes
+    #: ELF object files, linked together into one engine (one per kernel for large builds).
+    objects: tuple[bytes, ...]
     signatures: tuple[KernelSignature, ...]
     info: jit.TargetInfo
     #: The optimized LLVM IR (kept for inspection; not part of serialized modules).
@@ -100,23 +103,60 @@ def compile_prim_funcs(
     info: jit.TargetInfo,
     progress: Callable[[str, int], None] | None = None,
 ) -> CompiledObject:
-    """Compile named PrimFuncs into one object file.
+    """Compile named PrimFuncs into object code.
 
-    ``progress(stage, done)``, when given, is called after each kernel's IR (``"kernel"``,
-    kernels done so far), then before optimizing (``"optimize"``) and emitting (``"emit"``).
+    ``progress(stage, done)``, when given, is called as kernels progress: ``("kernel", k)``
+    with ``k`` kernels done so far, and for a small build ``"optimize"`` and ``"emit"`` before
+    those steps.
 
     Raises
     ------
     LLVMBuildError
         A kernel cannot be compiled, or LLVM rejects its IR (naming the kernel).
     """
-    # LLVM's global context is not thread-safe: one compilation at a time per process.
+    from . import compile_pool
+
+    report = progress or _no_progress
+    workers = compile_pool.worker_count() if len(funcs) >= compile_pool.MIN_KERNELS else 0
+    # LLVM's global context is not thread-safe: one compilation at a time per process (a
+    # split build's modules live in contexts of their own, but other users of the global
+    # context still wait for it).
     with jit.LLVM_LOCK:
-        return _compile(funcs, info, progress or _no_progress)
+        if workers:
+            return _compile_split(funcs, info, report, workers)
+        return _compile(funcs, info, report)
 
 
 def _no_progress(stage: str, done: int) -> None:
     pass
+
+
+def _compile_split(
+    funcs: Sequence[tuple[str, PrimFunc]],
+    info: jit.TargetInfo,
+    progress: Callable[[str, int], None],
+    workers: int,
+) -> CompiledObject:
+    from . import compile_pool
+
+    signatures: list[KernelSignature] = []
+
+    def texts() -> Iterator[tuple[str, str]]:
+        symbols = assign_symbols([name for name, _ in funcs])
+        for (name, func), symbol in zip(funcs, symbols, strict=True):
+            text, signature = generate_kernel_ir(func, name, symbol, info.fastmath)
+            signatures.append(signature)
+            yield name, text
+
+    kernels = compile_pool.compile_kernels(
+        texts(), len(funcs), info, workers, lambda done: progress("kernel", done)
+    )
+    return CompiledObject(
+        tuple(k.object_code for k in kernels),
+        tuple(signatures),
+        info,
+        "\n".join(k.llvm_ir for k in kernels),
+    )
 
 
 def _compile(
@@ -146,9 +186,9 @@ def _compile(
         signatures.append(signature)
         progress("kernel", len(signatures))
     if merged is None:
-        return CompiledObject(b"", (), info)
+        return CompiledObject((), (), info)
     progress("optimize", len(signatures))
     optimized = jit.optimize_module(merged, info)
     progress("emit", len(signatures))
     obj = jit.emit_object(optimized, info)
-    return CompiledObject(obj, tuple(signatures), info, str(optimized))
+    return CompiledObject((obj,), tuple(signatures), info, str(optimized))

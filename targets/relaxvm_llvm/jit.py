@@ -12,6 +12,7 @@ process-wide and registered once with ``llvm.add_symbol`` (see :mod:`.parallel`)
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -126,12 +127,9 @@ def optimize_module(mod: Any, info: TargetInfo) -> Any:
     tm = target_machine(info.triple, info.cpu, info.features)
     mod.triple = info.triple
     mod.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    from .compile_worker import run_o3_pipeline  # the pipeline worker processes run too
+
+    run_o3_pipeline(mod, tm)
     return mod
 
 
@@ -168,8 +166,8 @@ class Engine:
         return address
 
 
-def load_object(obj: bytes, info: TargetInfo) -> Engine:
-    """Link object bytes into a fresh MCJIT engine (no C compiler or linker involved)."""
+def load_object(objects: Sequence[bytes], info: TargetInfo) -> Engine:
+    """Link object files into a fresh MCJIT engine (no C compiler or linker involved)."""
     from . import parallel  # registers the runtime symbols the code refers to
 
     parallel.ensure_symbols()
@@ -177,10 +175,10 @@ def load_object(obj: bytes, info: TargetInfo) -> Engine:
     # a cached one.
     _ensure_initialized()
     with LLVM_LOCK:
-        return _load_object(obj, info)
+        return _load_object(objects, info)
 
 
-def _load_object(obj: bytes, info: TargetInfo) -> Engine:
+def _load_object(objects: Sequence[bytes], info: TargetInfo) -> Engine:
     try:
         tm = llvm.Target.from_triple(info.triple).create_target_machine(
             cpu=info.cpu, features=info.features, opt=3, reloc="pic", codemodel="default"
@@ -188,9 +186,12 @@ def _load_object(obj: bytes, info: TargetInfo) -> Engine:
         backing = llvm.parse_assembly("")
         backing.triple = info.triple
         ee = llvm.create_mcjit_compiler(backing, tm)
-        object_ref = llvm.ObjectFileRef.from_data(obj)
-        ee.add_object_file(object_ref)
+        refs = []
+        for obj in objects:
+            ref = llvm.ObjectFileRef.from_data(obj)
+            ee.add_object_file(ref)
+            refs.append(ref)
         ee.finalize_object()
     except RuntimeError as err:
         raise LLVMBuildError(f"llvm target: cannot load the object code: {err}") from None
-    return Engine(ee, object_ref)
+    return Engine(ee, refs)

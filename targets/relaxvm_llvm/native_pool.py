@@ -56,10 +56,12 @@ import ctypes
 import platform
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+from llvmlite import __version__ as ir_version
 
 __all__ = ["MAX_WORKERS", "STAT_NAMES", "NativePool", "PoolSymbols", "build_native_pool"]
 
@@ -629,19 +631,38 @@ def build_native_pool(names: PoolSymbols) -> NativePool | None:
     if not sys.platform.startswith("linux") or futex is None:
         return None
     from .jit import LLVM_LOCK, _ensure_initialized
+    from .runtime_cache import cached_object
 
     _ensure_initialized()
-    gen = _Builder(names, futex)
-    gen.build_run_chunks()
-    gen.build_idle_cpus()
-    gen.build_worker()
-    gen.build_launch()
-    gen.build_helpers()
-    with LLVM_LOCK:
+    triple = llvm.get_process_triple()
+
+    def machine() -> Any:  # a fresh one each time: an engine owns and deletes its machine
+        target = llvm.Target.from_triple(triple)
+        return target.create_target_machine(opt=2, reloc="pic", codemodel="default")
+
+    def compile_object() -> bytes:
+        gen = _Builder(names, futex)
+        gen.build_run_chunks()
+        gen.build_idle_cpus()
+        gen.build_worker()
+        gen.build_launch()
+        gen.build_helpers()
         parsed = llvm.parse_assembly(str(gen.module))
         parsed.verify()
-        machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(opt=2)
-        engine = llvm.create_mcjit_compiler(parsed, machine)
+        return bytes(machine().emit_object(parsed))
+
+    # The IR is a function of the generator's source and its inputs: hashing those (not the
+    # generated text, which takes as long to print as to load) keys the cached object.
+    here = Path(__file__)
+    sources = [here.read_bytes(), here.with_name("native_pool_cpus.py").read_bytes()]
+    key = "\x00".join((repr(names), str(futex), ir_version, *(s.hex() for s in sources)))
+    with LLVM_LOCK:
+        # Compiled once per machine, not once per process (a warm model load's biggest cost).
+        obj = cached_object("native-pool", key, triple, compile_object)
+        backing = llvm.parse_assembly("")
+        backing.triple = triple
+        engine = llvm.create_mcjit_compiler(backing, machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
         launch = engine.get_function_address("relaxvm_llvm_pool_launch")
         reset = engine.get_function_address("relaxvm_llvm_pool_reset")

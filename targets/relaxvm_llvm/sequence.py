@@ -168,4 +168,4 @@ def build_sequence(num_bases: int, steps: Sequence[Step]) -> NativeSequence:
         mod.triple = info.triple
         mod.data_layout = str(tm.target_data)
         obj = jit.emit_object(mod, info)
-    return NativeSequence(jit.load_object(obj, info), num_bases, len(steps))
+    return NativeSequence(jit.load_object((obj,), info), num_bases, len(steps))

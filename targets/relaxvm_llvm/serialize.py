@@ -1,15 +1,16 @@
 """The byte format of compiled LLVM kernel modules (what ``export_library`` stores).
 
-Layout (integers little-endian), format version 2::
+Layout (integers little-endian), format version 3 (2 when there is one object file)::
 
     8 bytes   magic b"RVMLLVM\\0"
     u32       format version (FORMAT_VERSION)
     u32       header length H
     H bytes   header: UTF-8 JSON (target triple, CPU, features, fast-math flags, LLVM
-              version, object size and SHA-256, TIR size, kernel signatures); data only
+              version, object size and SHA-256, the size of each object file in
+              version 3, TIR size, kernel signatures); data only
     T bytes   the kernels' TIR as strict JSON (:mod:`relaxvm_llvm.tir_data`); T = tir_size,
               0 when the kernels could not be encoded
-    O bytes   the ELF object file emitted by LLVM; O = object_size
+    O bytes   the ELF object files emitted by LLVM, one after another; O = object_size
     32 bytes  tag: HMAC-SHA256 under the user's key (:mod:`relaxvm.security`, purpose
               :data:`TAG_PURPOSE`) of every byte before it
 
@@ -52,7 +53,10 @@ __all__ = [
 ]
 
 MAGIC = b"RVMLLVM\x00"
-FORMAT_VERSION = 2
+#: The version written for more than one object file (a large build's per-kernel objects).
+FORMAT_VERSION = 3
+#: The version written for one object file, readable by relaxvm releases before version 3.
+SINGLE_OBJECT_VERSION = 2
 #: What the tag is made for: a tag of any other relaxvm data never verifies a kernel library.
 TAG_PURPOSE = b"relaxvm-llvm-kernels-v2"
 _PREFIX = struct.Struct("<8sII")
@@ -116,22 +120,26 @@ def dumps(compiled: CompiledObject, tir: bytes = b"", schedule: str = "") -> byt
     a warning: the file still loads, by rebuilding its kernels from the TIR.
     """
     info = compiled.info
+    object_code = b"".join(compiled.objects)
+    version = FORMAT_VERSION if len(compiled.objects) > 1 else SINGLE_OBJECT_VERSION
     header = {
-        "format_version": FORMAT_VERSION,
+        "format_version": version,
         "triple": info.triple,
         "cpu": info.cpu,
         "features": info.features,
         "fastmath": list(info.fastmath),
         "llvm_version": ".".join(map(str, llvm.llvm_version_info)),
-        "object_size": len(compiled.object_code),
-        "object_sha256": hashlib.sha256(compiled.object_code).hexdigest(),
+        "object_size": len(object_code),
+        "object_sha256": hashlib.sha256(object_code).hexdigest(),
         "tir_size": len(tir),
         "kernels": [s.to_json() for s in compiled.signatures],
     }
+    if version == FORMAT_VERSION:
+        header["object_sizes"] = [len(obj) for obj in compiled.objects]
     if schedule:  # optional: readers that predate it ignore the key
         header["schedule"] = schedule[:MAX_SCHEDULE_TEXT]
     raw = json.dumps(header, sort_keys=True).encode("utf-8")
-    body = b"".join((_PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw)), raw, tir, compiled.object_code))
+    body = b"".join((_PREFIX.pack(MAGIC, version, len(raw)), raw, tir, object_code))
     try:
         tag = security.sign(body, purpose=TAG_PURPOSE)
     except security.KeyFileError as err:
@@ -232,7 +240,7 @@ def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
     magic, version, header_size = _PREFIX.unpack_from(data)
     if magic != MAGIC:
         raise ExecutableFormatError("llvm module: not relaxvm LLVM kernel data (bad magic)")
-    if version != FORMAT_VERSION:
+    if version not in (SINGLE_OBJECT_VERSION, FORMAT_VERSION):
         hint = (
             " (version 1 files carry no TIR and no tag, so their object code cannot be "
             "trusted; export the model again)"
@@ -240,8 +248,8 @@ def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
             else ""
         )
         raise ExecutableFormatError(
-            f"llvm module: format version {version}, but this relaxvm reads version "
-            f"{FORMAT_VERSION}; rebuild the module{hint}"
+            f"llvm module: format version {version}, but this relaxvm reads versions "
+            f"{SINGLE_OBJECT_VERSION} and {FORMAT_VERSION}; rebuild the module{hint}"
         )
     start = _PREFIX.size
     if header_size > _MAX_HEADER or start + header_size + _TAG > len(data):
@@ -253,7 +261,7 @@ def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
         header = json.loads(data[start : start + header_size].decode("utf-8"))
         if not isinstance(header, dict):
             raise ValueError("the header is not an object")
-        fields = _fields(header)
+        fields = _fields(header, version)
     except RecursionError:
         raise ExecutableFormatError("llvm module: malformed header: nested too deeply") from None
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:
@@ -284,8 +292,29 @@ def read(data: bytes, *, authenticate: bool = True) -> LoadedData:
         except security.KeyFileError:
             pass  # no usable key: nothing verifies, the kernels are rebuilt
     info = jit.TargetInfo(fields["cpu"], fields["features"], tuple(fields["fastmath"]))
-    compiled = CompiledObject(obj, fields["kernels"], info)
+    objects, start = [], 0
+    for size in fields["object_sizes"]:
+        objects.append(obj[start : start + size])
+        start += size
+    compiled = CompiledObject(tuple(objects), fields["kernels"], info)
     return LoadedData(compiled, data[tir_start:obj_start], authentic, fields["schedule"])
+
+
+def _object_sizes(header: dict[str, Any], version: int, total: int) -> list[int]:
+    """The sizes of the object files: ``object_sizes`` in version 3, one file before."""
+    if version == SINGLE_OBJECT_VERSION:
+        if "object_sizes" in header:
+            raise ValueError(f"object_sizes in a version {version} header")
+        return [total] if total else []
+    sizes = header["object_sizes"]
+    if not isinstance(sizes, list) or not 1 < len(sizes) <= _MAX_KERNELS:
+        raise TypeError(f"object_sizes must be a list of 2 to {_MAX_KERNELS} sizes")
+    for size in sizes:
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            raise ValueError("object_sizes must be positive ints")
+    if sum(sizes) != total:
+        raise ValueError(f"object_sizes add up to {sum(sizes)}, object_size is {total}")
+    return sizes
 
 
 def _size(header: dict[str, Any], key: str) -> int:
@@ -295,8 +324,8 @@ def _size(header: dict[str, Any], key: str) -> int:
     return size
 
 
-def _fields(header: dict[str, Any]) -> dict[str, Any]:
-    if header.get("format_version") != FORMAT_VERSION:
+def _fields(header: dict[str, Any], version: int) -> dict[str, Any]:
+    if header.get("format_version") != version:
         raise ValueError(f"format_version {header.get('format_version')!r} in the header")
     out: dict[str, Any] = {}
     for key in ("triple", "cpu", "features", "object_sha256"):
@@ -304,6 +333,7 @@ def _fields(header: dict[str, Any]) -> dict[str, Any]:
             raise TypeError(f"{key} must be a string")
         out[key] = header[key]
     out["object_size"] = _size(header, "object_size")
+    out["object_sizes"] = _object_sizes(header, version, out["object_size"])
     out["tir_size"] = _size(header, "tir_size")
     fastmath = header["fastmath"]
     if not isinstance(fastmath, list) or not all(f in _FASTMATH for f in fastmath):

@@ -126,14 +126,13 @@ def export_shared(path: str | os.PathLike[str], payload: bytes, modules: Sequenc
             "gcc, clang or ld; or set RELAXVM_LINKER) and none was found; export to a '.rvm' "
             "path instead, which needs no linker and loads the same way"
         )
-    objects = []
+    objects: list[bytes] = []
     for module in modules:
         if not isinstance(module, LLVMModule):
             raise LinkerError(
                 f"export_library: cannot link a {type(module).__name__} into a shared library"
             )
-        if module.compiled.object_code:
-            objects.append(module.compiled.object_code)
+        objects.extend(obj for obj in module.compiled.objects if obj)
     info = modules[0].compiled.info if modules else target_info(None)
     is_ld = os.path.basename(linker) == "ld" or os.path.basename(linker).startswith("ld.")
     if is_ld:

@@ -85,7 +85,7 @@ class LLVMModule(Module):
         engine = None
         kernels = {}
         if compiled.signatures:
-            engine = jit.load_object(compiled.object_code, compiled.info)
+            engine = jit.load_object(compiled.objects, compiled.info)
             for signature in compiled.signatures:
                 address = engine.address(signature.symbol)
                 kernels[signature.name] = Kernel(signature, address, engine)

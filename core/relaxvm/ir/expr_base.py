@@ -113,7 +113,16 @@ class PrimExpr:
     @property
     def operands(self) -> tuple[PrimExpr, ...]:
         """The child expressions, in order (empty for variables and immediates)."""
-        return tuple(getattr(self, name) for name in self._operand_names)
+        names = self._operand_names
+        # Unrolled for the common arities: substitution and visitors read this for every
+        # node they pass, so it is one of the compiler's hottest lines.
+        if len(names) == 2:
+            return (getattr(self, names[0]), getattr(self, names[1]))
+        if not names:
+            return ()
+        if len(names) == 1:
+            return (getattr(self, names[0]),)
+        return tuple(getattr(self, name) for name in names)
 
     def with_operands(self, *operands: PrimExpr) -> PrimExpr:
         """A node of the same kind with new children (no folding); ``self`` if unchanged."""

@@ -7,7 +7,7 @@ handled, by identity, and does each one once.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import VMTypeError, VMValueError
@@ -113,19 +113,33 @@ def substitute(expr: ExprLike, vmap: VarMap) -> PrimExpr:
                 raise VMTypeError(f"substitute: keys must be Vars, got {key!r}")
         lookup = vmap.get
     done: dict[int, PrimExpr] = {}
-    for node in _post_order(root):
-        if isinstance(node, Var):
-            value = lookup(node)
-            done[id(node)] = node if value is None else _replacement(node, value)
-        else:
-            done[id(node)] = node.with_operands(*(done[id(op)] for op in node.operands))
+    # Iterative post-order (deep sums must not hit the recursion limit); each node's operands
+    # are read once, and a node none of whose operands changed is kept as it is.
+    stack: list[tuple[PrimExpr, tuple[PrimExpr, ...] | None]] = [(root, None)]
+    while stack:
+        node, operands = stack.pop()
+        if operands is None:
+            if id(node) in done:
+                continue
+            if isinstance(node, Var):
+                value = lookup(node)
+                done[id(node)] = node if value is None else _replacement(node, value)
+                continue
+            operands = node.operands
+            if not operands:
+                done[id(node)] = node
+                continue
+            stack.append((node, operands))
+            stack.extend((op, None) for op in reversed(operands) if id(op) not in done)
+            continue
+        new = tuple(done[id(op)] for op in operands)
+        changed = False
+        for a, b in zip(new, operands, strict=True):
+            if a is not b:
+                changed = True
+                break
+        done[id(node)] = node.with_operands(*new) if changed else node
     return done[id(root)]
-
-
-def _post_order(root: PrimExpr) -> Iterable[PrimExpr]:
-    order: list[PrimExpr] = []
-    post_order_visit(root, order.append)
-    return order
 
 
 def _input_value(var: Var, value: Any) -> Scalar:

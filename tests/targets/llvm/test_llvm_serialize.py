@@ -106,9 +106,8 @@ def _header(data: bytes) -> tuple[dict[str, Any], bytes]:
     return json.loads(data[16 : 16 + size]), data[16 + size :]
 
 
-def _with_header(
-    header: dict[str, Any], obj: bytes, version: int = serialize.FORMAT_VERSION
-) -> bytes:
+def _with_header(header: dict[str, Any], obj: bytes, version: int | None = None) -> bytes:
+    version = header["format_version"] if version is None else version
     raw = json.dumps(header).encode()
     return struct.pack("<8sII", serialize.MAGIC, version, len(raw)) + raw + obj
 
@@ -121,7 +120,7 @@ def _bad_data(data: bytes) -> dict[str, bytes]:
         "truncated header": data[:40],
         "truncated object": data[:-100],
         "tampered object": data[:-50] + bytes([data[-50] ^ 0xFF]) + data[-49:],
-        "other version": _with_header({**header, "format_version": 3}, obj, version=3),
+        "other version": _with_header({**header, "format_version": 4}, obj, version=4),
         "old version": _with_header({**header, "format_version": 1}, obj, version=1),
         "not json": struct.pack("<8sII", serialize.MAGIC, serialize.FORMAT_VERSION, 5)
         + b"{{{{{"
@@ -148,7 +147,7 @@ EXPECTED = {
     "truncated header": "truncated",
     "truncated object": "truncated",
     "tampered object": "checksum",
-    "other version": "format version 3",
+    "other version": "format version 4",
     "old version": "no TIR and no tag",
     "not json": "malformed header",
     "other cpu": "someothercpu",

@@ -76,7 +76,7 @@ def _forge(header: dict[str, Any], tir: bytes, obj: bytes) -> bytes:
         "tir_size": len(tir),
     }
     raw = json.dumps(header).encode()
-    prefix = struct.pack("<8sII", serialize.MAGIC, serialize.FORMAT_VERSION, len(raw))
+    prefix = struct.pack("<8sII", serialize.MAGIC, header["format_version"], len(raw))
     return prefix + raw + tir + obj + b"\x00" * 32
 
 
