@@ -37,6 +37,12 @@ class DeviceAPI(Protocol):
         The DLPack device type code.
     host_accessible : bool
         Whether buffer memory can be read directly by the host (numpy views are possible).
+
+    Notes
+    -----
+    Two optional methods are used when present: ``require(device_id)``, called when a VM is
+    created on the device, raises a ``DeviceError`` saying what is missing (a library, a
+    driver, the device); ``synchronize(device_id)`` waits for the device's queued work.
     """
 
     kind: str

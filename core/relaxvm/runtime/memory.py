@@ -181,7 +181,9 @@ class Allocator:
     def _device_alloc(self, size: int, alignment: int) -> tuple[Any, int]:
         try:
             buffer = self.api.alloc(self.device.device_id, size, alignment)
-        except MemoryError:
+        except MemoryError as err:
+            if isinstance(err, VMError):
+                raise  # the device API's own error already names the request and the memory
             raise VMError(
                 f"out of memory: cannot allocate {size} bytes on {self.device!r}"
             ) from None

@@ -25,7 +25,10 @@ def setup_devices(device: Device | Sequence[Device]) -> list[Device]:
             f"VirtualMachine: device must be a Device or a non-empty list of Devices, got {device!r}"
         )
     for dev in devices:
-        dev.api  # noqa: B018 - raises DeviceError when no API is installed for it
+        api = dev.api  # raises DeviceError when no API is installed for it
+        require = getattr(api, "require", None)
+        if require is not None:
+            require(dev.device_id)  # says what is missing: library, driver or device
     if devices[-1].device_type != _CPU_DEVICE_TYPE:
         devices.append(cpu())
     return devices

@@ -14,10 +14,14 @@ environment mapping variables to values. Semantics:
   shape and raises naming the buffer and the index; a negative index never wraps around
   (unlike numpy's indexing).
 * ``T.check_index`` raises :class:`~relaxvm.errors.VMIndexError` for an index out of range.
-* Loops of every kind run serially, in order (parallel, vectorized and thread-bound loops
-  must not depend on their iteration order, so any order is a valid execution).
-* ``Allocate`` creates a fresh array per execution: floats start as NaN and integers as a
-  recognisable pattern, so a read before a write shows up in the results.
+* Loops of every kind run serially, in order (parallel and vectorized loops must not depend
+  on their iteration order, so any order is a valid execution), except loops bound to
+  ``blockIdx``/``threadIdx``, which run with GPU semantics: per block and thread, with
+  ``shared`` scratch per block and barriers (``T.tvm_storage_sync()``) honoured phase by
+  phase (:mod:`.interpreter_gpu`).
+* ``Allocate`` creates a fresh array per execution (per block for ``shared`` scope inside a
+  kernel): floats start as NaN and integers as a recognisable pattern, so a read before a
+  write shows up in the results.
 """
 
 from __future__ import annotations
@@ -55,8 +59,19 @@ from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
 from .intrin import BitwiseCall, Call, CheckIndex, checked_index, float_max, float_min
 from .intrin import IfThenElse as IfThenElseCall
+from .intrin_gpu import StorageSync
 from .lower_blocks import lower_blocks
-from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+from .stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
 
 __all__ = ["run_prim_func"]
 
@@ -254,6 +269,10 @@ class _Compiler:
             return lambda env: then_fn(env) if cond(env) else else_fn(env)
         if isinstance(node, CheckIndex):
             return self._check_index(node)
+        if isinstance(node, StorageSync):
+            from .interpreter_gpu import check_no_barrier_expr
+
+            check_no_barrier_expr(self, node)
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, And):
@@ -407,6 +426,10 @@ class _Compiler:
         if isinstance(node, Allocate):
             return self._allocate(node)
         if isinstance(node, Evaluate):
+            if isinstance(node.value, StorageSync):
+                # Outside a kernel a barrier waits for nothing; inside one, the kernel runs
+                # phase by phase (interpreter_gpu) and never calls this closure.
+                return _no_op
             value_fn = self.expr(node.value)
 
             def run_evaluate(env: Env) -> None:
@@ -416,6 +439,10 @@ class _Compiler:
         raise VMTypeError(f"run_prim_func({self.func_name}): cannot run a {type(node).__name__}")
 
     def _for(self, node: For) -> StmtFn:
+        if node.kind == ForKind.THREAD_BINDING and node.thread_binding != "vthread":
+            from .interpreter_gpu import compile_thread_loop
+
+            return compile_thread_loop(self, node)
         var, min_fn, extent_fn = node.loop_var, self.expr(node.min), self.expr(node.extent)
         body = self.stmt(node.body)
 
@@ -448,25 +475,32 @@ class _Compiler:
 
         return run_store
 
-    def _allocate(self, node: Allocate) -> StmtFn:
-        buffer = node.buffer
-        extent_fns = [self.expr(extent) for extent in buffer.shape]
+    def scratch_array(self, buffer: Buffer) -> Callable[[tuple[int, ...]], np.ndarray]:
+        """A function making fresh scratch memory for ``buffer`` (NaN or a fill pattern)."""
         np_type = _numpy_type(buffer.dtype, f"Allocate {buffer.name!r}")
         fill: Any = math.nan if is_float_dtype(buffer.dtype) else _INT_FILL
         if is_bool_dtype(buffer.dtype):
             fill = False
+        return lambda shape: np.full(shape, fill, dtype=np_type)
+
+    def _allocate(self, node: Allocate) -> StmtFn:
+        from .interpreter_gpu import allocation
+
+        make = allocation(self, node)
+        data = node.buffer.data
         body = self.stmt(node.body)
 
         def run_allocate(env: Env) -> None:
-            shape = tuple(int(fn(env)) for fn in extent_fns)
-            if any(extent < 0 for extent in shape):
-                raise self.error(f"Allocate {buffer.name!r}: negative shape {shape}")
-            saved = env.get(buffer.data, _MISSING)
-            env[buffer.data] = np.full(shape, fill, dtype=np_type)
+            saved = env.get(data, _MISSING)
+            env[data] = make(env)
             body(env)
-            _restore(env, buffer.data, saved)
+            _restore(env, data, saved)
 
         return run_allocate
+
+
+def _no_op(env: Env) -> None:
+    pass
 
 
 _MISSING = object()

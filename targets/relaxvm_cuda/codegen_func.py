@@ -1,0 +1,244 @@
+"""One GPU kernel's body: the LLVM CPU generator with GPU rules for loops, memory and math.
+
+:class:`PTXFunctionCodegen` reuses :class:`relaxvm_llvm.codegen_stmt.FunctionCodegen` (loads,
+stores, arithmetic, casts, serial loops) and changes what differs on a GPU:
+
+* a loop bound to ``blockIdx``/``threadIdx`` reads the special register of its axis (plus
+  the loop's ``min``), guarded when its extent may be below the launch extent; ``vthread``,
+  ``parallel`` and ``vectorized`` loops run serially in the thread (no CPU vector code);
+* ``shared`` scratch is a static ``addrspace(3)`` array, ``local`` scratch a stack slot,
+  ``global`` scratch a static ``addrspace(1)`` array (only in kernels launched as one
+  thread: every thread would share it); all need a constant size;
+* ``T.tvm_storage_sync()`` is ``bar.sync 0``;
+* math goes through :mod:`.codegen_math` and every LLVM intrinsic through its whitelist;
+* ``T.check_index`` out of range records the op, axis, index and extent in the module's
+  error slot (:data:`ERROR_SYMBOL`, first failure wins) and leaves the thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+
+from relaxvm.ir import IntImm, PrimExpr, Var
+from relaxvm.ir.structural import structural_equal
+from relaxvm.ir.tir import Allocate, Call, Evaluate, For, ForKind, Stmt
+from relaxvm.ir.tir.intrin import CheckIndex
+from relaxvm.ir.tir.intrin_gpu import StorageSync
+from relaxvm.runtime.dtype import DataType
+from relaxvm_llvm.codegen_stmt import FunctionCodegen, ModuleState
+from relaxvm_llvm.lltypes import I32, I64, PTR, Lane, is_signed, mem_type
+
+from .codegen_math import LLVM_INTRINSICS, emit_math_call
+from .errors import CUDABuildError
+
+__all__ = [
+    "ERROR_SYMBOL",
+    "LOCAL_LIMIT_BYTES",
+    "UNSIGNED_FLAG",
+    "PTXFunctionCodegen",
+    "declare_error_slot",
+]
+
+#: The module global (``i64[4]``) a failed ``T.check_index`` writes, first failure only:
+#: word 0 is ``op_code + 1`` (0: no failure), with :data:`UNSIGNED_FLAG` set when the index
+#: has an unsigned type; words 1, 2, 3 are the axis, the index and the extent. The runtime
+#: reads it after a launch, raises ``index_error_message(op_code, axis, index, extent)`` as
+#: a VMIndexError and zeroes it.
+ERROR_SYMBOL = "__rvm_index_error"
+#: Set in word 0 of the error slot for an unsigned index.
+UNSIGNED_FLAG = 1 << 16
+#: Largest ``local`` scratch buffer (per thread).
+LOCAL_LIMIT_BYTES = 16 * 1024
+_SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
+_GLOBAL, _SHARED = 1, 3
+_INT64 = DataType("int64")
+
+
+def declare_error_slot(module: ir.Module, define: bool) -> ir.GlobalVariable:
+    """The error slot in ``module``: defined (zeroed) once per program, declared elsewhere."""
+    existing = module.globals.get(ERROR_SYMBOL)
+    if existing is not None:
+        return existing  # type: ignore[no-any-return]
+    slot = ir.GlobalVariable(module, ir.ArrayType(I64, 4), ERROR_SYMBOL, addrspace=_GLOBAL)
+    if define:
+        slot.initializer = ir.Constant(ir.ArrayType(I64, 4), [0, 0, 0, 0])
+    slot.align = 8
+    return slot
+
+
+class PTXFunctionCodegen(FunctionCodegen):
+    """Generates one ``ptx_kernel`` function (see the module docstring).
+
+    Parameters
+    ----------
+    state : ModuleState
+    function : ir.Function
+    kernel, symbol : str
+    launch : dict
+        The launch extent expression of each axis the kernel binds (``"threadIdx.x"`` ...).
+    single_thread : bool
+        Whether the launch is statically one block of one thread.
+    """
+
+    def __init__(
+        self,
+        state: ModuleState,
+        function: ir.Function,
+        kernel: str,
+        symbol: str,
+        launch: dict[str, PrimExpr],
+        single_thread: bool,
+    ) -> None:
+        # in_parallel: parallel loops are never outlined (they run serially in the thread).
+        super().__init__(state, function, kernel, symbol, in_parallel=True)
+        self.launch = launch
+        self.single_thread = single_thread
+        self._statics = 0
+
+    def error(self, message: str) -> CUDABuildError:  # type: ignore[override]
+        return CUDABuildError(f"cuda target: kernel {self.kernel!r}: {message}")
+
+    # ---- intrinsics -----------------------------------------------------------------------
+    def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        ty = args[0].type
+        suffix = {ir.HalfType: "f16", ir.FloatType: "f32", ir.DoubleType: "f64"}.get(type(ty))
+        allowed = LLVM_INTRINSICS.get(name, frozenset())
+        if suffix not in allowed:
+            raise self.error(
+                f"LLVM intrinsic llvm.{name} on {ty} has no NVPTX lowering in the whitelist"
+            )
+        return super().intrinsic(name, args)
+
+    def _call(self, expr: Call) -> Lane:
+        if isinstance(expr, StorageSync):
+            raise self.error(f"`{expr}` is a barrier: use it as T.evaluate(...) only")
+        return emit_math_call(self, expr)
+
+    def _check_index(self, expr: CheckIndex) -> Lane:
+        index_expr, extent_expr, axis, op_code = expr.args
+        b = self.builder
+        index = self.cast_value(self.scalar(index_expr), index_expr.dtype, _INT64)
+        extent = self.scalar(extent_expr)
+        code = int(op_code.value) + 1  # type: ignore[attr-defined]
+        zero = ir.Constant(I64, 0)
+        if is_signed(index_expr.dtype):  # numpy's negative indices
+            wrapped = b.select(b.icmp_signed("<", index, zero), b.add(index, extent), index)
+        else:
+            wrapped, code = index, code | UNSIGNED_FLAG
+        in_range = b.icmp_unsigned("<", wrapped, extent)
+        with b.if_then(b.not_(in_range), likely=False):
+            slot = declare_error_slot(self.module, define=False)
+            old = b.cmpxchg(
+                b.gep(slot, [I32(0), I32(0)]),
+                zero,
+                ir.Constant(I64, code),
+                "monotonic",
+                "monotonic",
+            )
+            with b.if_then(b.extract_value(old, 1)):  # the first failure of the launch
+                axis_value = ir.Constant(I64, int(axis.value))  # type: ignore[attr-defined]
+                for word, value in ((1, axis_value), (2, index), (3, extent)):
+                    b.store(value, b.gep(slot, [I32(0), I32(word)]))
+            b.ret_void()
+        return Lane(Lane.SCALAR, wrapped)
+
+    # ---- statements -----------------------------------------------------------------------
+    def emit_stmt(self, stmt: Stmt) -> None:
+        if isinstance(stmt, Evaluate) and isinstance(stmt.value, StorageSync):
+            barrier = self.declare("llvm.nvvm.barrier0", ir.VoidType(), [])
+            self.builder.call(barrier, [])
+            return
+        super().emit_stmt(stmt)
+
+    def _for(self, stmt: For) -> None:
+        if stmt.kind == ForKind.THREAD_BINDING and stmt.thread_binding != "vthread":
+            self._thread_loop(stmt)
+            return
+        extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else None
+        if stmt.kind == ForKind.UNROLLED or extent == 1:
+            super()._for(stmt)
+            return
+        start, count = self.scalar(stmt.min), self.scalar(stmt.extent)
+        self.serial_loop(stmt.loop_var, start, count, stmt.body)
+
+    def _thread_loop(self, stmt: For) -> None:
+        axis = str(stmt.thread_binding)
+        kind, dim = axis.split(".")
+        reader = self.declare(f"llvm.nvvm.read.ptx.sreg.{_SREG[kind]}.{dim}", I32, [])
+        b = self.builder
+        raw = b.call(reader, [])
+        index = b.zext(raw, ir.IntType(stmt.loop_var.dtype.bits))
+        value = b.add(self.scalar(stmt.min), index)
+        saved = self.env.get(stmt.loop_var)
+        self.env[stmt.loop_var] = Lane(Lane.SCALAR, value)
+        launch = self.launch.get(axis)
+        if launch is not None and structural_equal(launch, stmt.extent):
+            self.emit_stmt(stmt.body)
+        else:
+            with b.if_then(b.icmp_signed("<", index, self.scalar(stmt.extent))):
+                self.emit_stmt(stmt.body)
+        self._restore_var(stmt.loop_var, saved)
+
+    def _restore_var(self, var: Var, saved: Lane | None) -> None:
+        if saved is None:
+            self.env.pop(var, None)
+        else:
+            self.env[var] = saved
+
+    def _allocate(self, stmt: Allocate) -> None:
+        buffer = stmt.buffer
+        elem = mem_type(buffer.dtype)
+        extents = [e.value if isinstance(e, IntImm) else None for e in buffer.shape]
+        if any(e is None for e in extents):
+            raise self.error(
+                f"scratch buffer {buffer.name!r} ({buffer.scope}) has the symbolic shape "
+                f"{tuple(str(e) for e in buffer.shape)}; GPU scratch needs a constant size"
+            )
+        count = max(1, math.prod(e for e in extents if e is not None))
+        nbytes = count * max(1, buffer.dtype.bits // 8)
+        if buffer.scope == "local":
+            if nbytes > LOCAL_LIMIT_BYTES:
+                raise self.error(
+                    f"local buffer {buffer.name!r} needs {nbytes} bytes per thread (at most "
+                    f"{LOCAL_LIMIT_BYTES})"
+                )
+            slot = self.at_entry().alloca(ir.ArrayType(elem, count))
+            slot.align = 16
+            pointer = self.at_entry().bitcast(slot, PTR)
+        else:
+            if buffer.scope == "global" and not self.single_thread:
+                raise self.error(
+                    f"global scratch buffer {buffer.name!r} in a kernel launched with many "
+                    "threads (every thread would share it); schedule the kernel or use "
+                    "local/shared scope"
+                )
+            space = _SHARED if buffer.scope == "shared" else _GLOBAL
+            self._statics += 1
+            name = f"{self.symbol}__{buffer.scope}{self._statics}"
+            array = ir.GlobalVariable(self.module, ir.ArrayType(elem, count), name, space)
+            array.linkage = "internal"
+            array.initializer = ir.Constant(ir.ArrayType(elem, count), ir.Undefined)
+            array.align = 16
+            entry = self.at_entry()
+            generic = entry.addrspacecast(array, ir.ArrayType(elem, count).as_pointer())
+            pointer = entry.bitcast(generic, PTR)
+        self._with_handle(stmt, pointer)
+
+    def _with_handle(self, stmt: Allocate, pointer: ir.Value) -> None:
+        buffer = stmt.buffer
+        saved = self.handles.get(buffer.data)
+        saved_typed = {k: v for k, v in self._typed.items() if k[0] is buffer.data}
+        for key in saved_typed:
+            del self._typed[key]
+        self.define_handle(buffer.data, pointer)
+        self.define_buffer(buffer)
+        self.emit_stmt(stmt.body)
+        for key in [k for k in self._typed if k[0] is buffer.data]:
+            del self._typed[key]
+        self._typed.update(saved_typed)
+        if saved is None:
+            self.handles.pop(buffer.data, None)
+        else:
+            self.handles[buffer.data] = saved

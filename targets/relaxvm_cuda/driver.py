@@ -1,0 +1,566 @@
+"""The CUDA driver API through ctypes (``libcuda.so.1``), behind a small interface.
+
+Nothing here runs at import: the library is loaded and ``cuInit`` called on the first
+:func:`get_driver`. Everything else in the CUDA runtime (the ``cuda`` device API, kernel
+modules) talks to the :class:`Driver` protocol only, so a test double can stand in for the
+real :class:`CUDADriver` (:func:`set_driver`).
+
+Conventions of the binding (``docs/cuda.md``):
+
+* the ``_v2`` entry points are bound by their exported names (``cuMemAlloc_v2``...; the plain
+  names in ``cuda.h`` are macros for them);
+* every device ordinal uses its **primary context**, retained on first use and made current on
+  the calling thread before each call (so any thread may use any device);
+* every ``CUresult`` is checked: failures raise :class:`~relaxvm_cuda.runtime_errors.CUDADriverError`
+  named by ``cuGetErrorName``, ``CUDA_ERROR_OUT_OF_MEMORY`` raises
+  :class:`~relaxvm_cuda.runtime_errors.CUDAOutOfMemoryError` with the device's free/total memory;
+* pointers cross the interface as ``int`` (device pointers are ``CUdeviceptr``, host pointers
+  plain addresses), module and function handles as opaque objects.
+
+``RELAXVM_CUDA_LIBRARY`` names another library file to load (a path, or a name such as
+``libcuda.so``); pointing it at a missing file simulates a machine without a driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from .runtime_errors import CUDA_ERROR_NAMES, CUDAUnavailableError, error_for
+
+__all__ = [
+    "DEFAULT_LIBRARY",
+    "LIBRARY_ENV",
+    "CUDADriver",
+    "DeviceAttribute",
+    "Driver",
+    "check",
+    "driver_unavailable_reason",
+    "get_driver",
+    "set_driver",
+]
+
+LIBRARY_ENV = "RELAXVM_CUDA_LIBRARY"
+DEFAULT_LIBRARY = "libcuda.so.1"
+
+# JIT options of cuModuleLoadDataEx (cuda.h CUjit_option).
+_JIT_INFO_LOG_BUFFER = 3
+_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
+_JIT_ERROR_LOG_BUFFER = 5
+_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+_JIT_LOG_BYTES = 16384
+# CUfunction_attribute values.
+FUNC_MAX_THREADS_PER_BLOCK = 0
+FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+class DeviceAttribute:
+    """``CUdevice_attribute`` codes used by relaxvm (cuda.h)."""
+
+    MAX_THREADS_PER_BLOCK = 1
+    MAX_BLOCK_DIM_X = 2
+    MAX_BLOCK_DIM_Y = 3
+    MAX_BLOCK_DIM_Z = 4
+    MAX_GRID_DIM_X = 5
+    MAX_GRID_DIM_Y = 6
+    MAX_GRID_DIM_Z = 7
+    MAX_SHARED_MEMORY_PER_BLOCK = 8
+    WARP_SIZE = 10
+    MULTIPROCESSOR_COUNT = 16
+    COMPUTE_CAPABILITY_MAJOR = 75
+    COMPUTE_CAPABILITY_MINOR = 76
+    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+
+
+class Driver(Protocol):
+    """What the CUDA runtime needs from a driver. ``ordinal`` is the device number."""
+
+    def device_count(self) -> int:
+        """Number of CUDA devices."""
+        ...
+
+    def attribute(self, ordinal: int, attribute: int) -> int:
+        """A ``CUdevice_attribute`` of the device (:class:`DeviceAttribute`)."""
+        ...
+
+    def compute_capability(self, ordinal: int) -> tuple[int, int]:
+        """``(major, minor)``."""
+        ...
+
+    def device_name(self, ordinal: int) -> str:
+        """The device's product name."""
+        ...
+
+    def mem_get_info(self, ordinal: int) -> tuple[int, int]:
+        """``(free, total)`` bytes of device memory."""
+        ...
+
+    def mem_alloc(self, ordinal: int, nbytes: int) -> int:
+        """Allocate ``nbytes`` (> 0) of device memory (256-byte aligned); the pointer."""
+        ...
+
+    def mem_free(self, ordinal: int, pointer: int) -> None:
+        """Free memory from :meth:`mem_alloc`."""
+        ...
+
+    def memcpy_htod(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from host address ``src`` to device pointer ``dst``."""
+        ...
+
+    def memcpy_dtoh(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from device pointer ``src`` to host address ``dst``."""
+        ...
+
+    def memcpy_dtod(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        """Copy ``nbytes`` between device pointers."""
+        ...
+
+    def memset_d8(self, ordinal: int, dst: int, value: int, nbytes: int) -> None:
+        """Set ``nbytes`` bytes at device pointer ``dst`` to ``value``."""
+        ...
+
+    def synchronize(self, ordinal: int) -> None:
+        """Wait for all work on the device's context."""
+        ...
+
+    def module_load(self, ordinal: int, image: bytes) -> Any:
+        """Load PTX (or cubin) ``image``; the module handle."""
+        ...
+
+    def module_unload(self, ordinal: int, module: Any) -> None:
+        """Unload a module from :meth:`module_load`."""
+        ...
+
+    def module_function(self, ordinal: int, module: Any, name: str) -> Any:
+        """The handle of kernel ``name`` in ``module``."""
+        ...
+
+    def module_global(self, ordinal: int, module: Any, name: str) -> tuple[int, int]:
+        """``(device pointer, size)`` of the global variable ``name`` of ``module``."""
+        ...
+
+    def function_attribute(self, ordinal: int, function: Any, attribute: int) -> int:
+        """A ``CUfunction_attribute`` of a kernel."""
+        ...
+
+    def set_function_attribute(
+        self, ordinal: int, function: Any, attribute: int, value: int
+    ) -> None:
+        """Set a ``CUfunction_attribute`` (the dynamic shared memory limit, say)."""
+        ...
+
+    def launch(
+        self,
+        ordinal: int,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        params: Sequence[Any],
+    ) -> None:
+        """Launch ``function`` on the default stream; ``params`` are ctypes values
+        (``c_uint64`` pointers, ``c_int64`` scalars), one per kernel parameter."""
+        ...
+
+
+def check(
+    result: int,
+    call: str,
+    name_of: Callable[[int], str | None] | None = None,
+    **details: Any,
+) -> None:
+    """Raise the exception for ``result`` unless it is ``CUDA_SUCCESS`` (0).
+
+    ``details`` go to :func:`relaxvm_cuda.runtime_errors.error_for` (``context``,
+    ``requested``, ``mem_info``, ``jit_log``).
+    """
+    if result != 0:
+        raise error_for(int(result), call, name_of, **details)
+
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_c_size_p = ctypes.POINTER(ctypes.c_size_t)
+_c_void_pp = ctypes.POINTER(ctypes.c_void_p)
+_u64 = ctypes.c_uint64
+_SIGNATURES: dict[str, tuple[Any, ...]] = {
+    "cuInit": (ctypes.c_uint,),
+    "cuDriverGetVersion": (_c_int_p,),
+    "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
+    "cuDeviceGetCount": (_c_int_p,),
+    "cuDeviceGet": (_c_int_p, ctypes.c_int),
+    "cuDeviceGetAttribute": (_c_int_p, ctypes.c_int, ctypes.c_int),
+    "cuDeviceGetName": (ctypes.c_char_p, ctypes.c_int, ctypes.c_int),
+    "cuDevicePrimaryCtxRetain": (_c_void_pp, ctypes.c_int),
+    "cuDevicePrimaryCtxRelease_v2": (ctypes.c_int,),
+    "cuCtxSetCurrent": (ctypes.c_void_p,),
+    "cuCtxSynchronize": (),
+    "cuModuleLoadDataEx": (
+        _c_void_pp,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+        _c_int_p,
+        _c_void_pp,
+    ),
+    "cuModuleUnload": (ctypes.c_void_p,),
+    "cuModuleGetFunction": (_c_void_pp, ctypes.c_void_p, ctypes.c_char_p),
+    "cuModuleGetGlobal_v2": (ctypes.POINTER(_u64), _c_size_p, ctypes.c_void_p, ctypes.c_char_p),
+    "cuFuncGetAttribute": (_c_int_p, ctypes.c_int, ctypes.c_void_p),
+    "cuFuncSetAttribute": (ctypes.c_void_p, ctypes.c_int, ctypes.c_int),
+    "cuLaunchKernel": (
+        ctypes.c_void_p,
+        *([ctypes.c_uint] * 7),
+        ctypes.c_void_p,
+        _c_void_pp,
+        _c_void_pp,
+    ),
+    "cuMemAlloc_v2": (ctypes.POINTER(_u64), ctypes.c_size_t),
+    "cuMemFree_v2": (_u64,),
+    "cuMemGetInfo_v2": (_c_size_p, _c_size_p),
+    "cuMemcpyHtoD_v2": (_u64, ctypes.c_void_p, ctypes.c_size_t),
+    "cuMemcpyDtoH_v2": (ctypes.c_void_p, _u64, ctypes.c_size_t),
+    "cuMemcpyDtoD_v2": (_u64, _u64, ctypes.c_size_t),
+    "cuMemsetD8_v2": (_u64, ctypes.c_ubyte, ctypes.c_size_t),
+}
+
+
+class CUDADriver:
+    """The real driver: ``libcuda.so.1`` through ctypes (implements :class:`Driver`).
+
+    Parameters
+    ----------
+    library : str, optional
+        The library to load (default: ``$RELAXVM_CUDA_LIBRARY`` or ``libcuda.so.1``).
+    lib : object, optional
+        An already loaded library object (a ``ctypes.CDLL`` or a test double with the same
+        function attributes); ``library`` is then only used in messages.
+
+    Raises
+    ------
+    CUDAUnavailableError
+        The library cannot be loaded or lacks an entry point (``missing="library"``), or
+        ``cuInit`` fails (``missing="driver"``; ``"device"`` for CUDA_ERROR_NO_DEVICE).
+    """
+
+    def __init__(self, library: str | None = None, lib: Any = None) -> None:
+        self.library = library or os.environ.get(LIBRARY_ENV) or DEFAULT_LIBRARY
+        if lib is None:
+            try:
+                lib = ctypes.CDLL(self.library)
+            except OSError as err:
+                raise CUDAUnavailableError(
+                    f"CUDA is not available: cannot load the driver library {self.library!r} "
+                    f"({err}); running on a CUDA device needs an NVIDIA driver (libcuda.so.1 "
+                    f"comes with it, not with the CUDA toolkit); set {LIBRARY_ENV} to its path "
+                    "if it is installed somewhere the loader does not look",
+                    "library",
+                ) from None
+        self._lib = lib
+        self._fn: dict[str, Any] = {}
+        for name, argtypes in _SIGNATURES.items():
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise CUDAUnavailableError(
+                    f"CUDA is not available: {self.library!r} has no entry point {name} "
+                    "(not a CUDA driver library, or a driver too old for relaxvm)",
+                    "library",
+                ) from None
+            fn.restype = ctypes.c_int
+            fn.argtypes = argtypes
+            self._fn[name] = fn
+        result = self._fn["cuInit"](0)
+        if result != 0:
+            name = self._error_name(result) or CUDA_ERROR_NAMES.get(result, f"CUresult {result}")
+            no_device = result == 100
+            raise CUDAUnavailableError(
+                f"CUDA is not available: cuInit failed with {name} ({result})"
+                + (
+                    ": the driver is installed but sees no CUDA device"
+                    if no_device
+                    else f" (driver library {self.library!r})"
+                ),
+                "device" if no_device else "driver",
+            )
+        self._lock = threading.Lock()
+        self._contexts: dict[int, ctypes.c_void_p] = {}
+        self._count: int | None = None
+
+    # ---- plumbing --------------------------------------------------------------------------
+    def _error_name(self, code: int) -> str | None:
+        text = ctypes.c_char_p()
+        if self._fn["cuGetErrorName"](code, ctypes.byref(text)) != 0 or not text.value:
+            return None
+        return text.value.decode("ascii", "replace")
+
+    def _call(self, name: str, *args: Any, **details: Any) -> None:
+        check(self._fn[name](*args), name, self._error_name, **details)
+
+    def _activate(self, ordinal: int) -> None:
+        """Make the device's primary context current on this thread (retained once)."""
+        context = self._contexts.get(ordinal)
+        if context is None:
+            count = self.device_count()
+            if not isinstance(ordinal, int) or not 0 <= ordinal < count:
+                raise CUDAUnavailableError(
+                    f"no CUDA device with ordinal {ordinal}: {count} present"
+                    + (f" (ordinals 0..{count - 1})" if count else ""),
+                    "device",
+                )
+            with self._lock:
+                context = self._contexts.get(ordinal)
+                if context is None:
+                    device = ctypes.c_int()
+                    self._call("cuDeviceGet", ctypes.byref(device), ordinal)
+                    context = ctypes.c_void_p()
+                    self._call(
+                        "cuDevicePrimaryCtxRetain",
+                        ctypes.byref(context),
+                        device.value,
+                        context=f"retaining the primary context of cuda({ordinal})",
+                    )
+                    self._contexts[ordinal] = context
+        # Always: another library (or thread-local state we cannot see) may have changed it.
+        self._call("cuCtxSetCurrent", context)
+
+    # ---- devices ---------------------------------------------------------------------------
+    def driver_version(self) -> int:
+        """The driver's CUDA version as ``1000 * major + 10 * minor`` (12040 for 12.4)."""
+        value = ctypes.c_int()
+        self._call("cuDriverGetVersion", ctypes.byref(value))
+        return value.value
+
+    def device_count(self) -> int:
+        if self._count is None:
+            value = ctypes.c_int()
+            self._call("cuDeviceGetCount", ctypes.byref(value))
+            self._count = value.value
+        return self._count
+
+    def attribute(self, ordinal: int, attribute: int) -> int:
+        self._activate(ordinal)  # validates the ordinal
+        value = ctypes.c_int()
+        self._call("cuDeviceGetAttribute", ctypes.byref(value), attribute, ordinal)
+        return value.value
+
+    def compute_capability(self, ordinal: int) -> tuple[int, int]:
+        return (
+            self.attribute(ordinal, DeviceAttribute.COMPUTE_CAPABILITY_MAJOR),
+            self.attribute(ordinal, DeviceAttribute.COMPUTE_CAPABILITY_MINOR),
+        )
+
+    def device_name(self, ordinal: int) -> str:
+        self._activate(ordinal)
+        buffer = ctypes.create_string_buffer(256)
+        self._call("cuDeviceGetName", buffer, len(buffer), ordinal)
+        return buffer.value.decode("utf-8", "replace")
+
+    # ---- memory ----------------------------------------------------------------------------
+    def mem_get_info(self, ordinal: int) -> tuple[int, int]:
+        self._activate(ordinal)
+        free, total = ctypes.c_size_t(), ctypes.c_size_t()
+        self._call("cuMemGetInfo_v2", ctypes.byref(free), ctypes.byref(total))
+        return free.value, total.value
+
+    def mem_alloc(self, ordinal: int, nbytes: int) -> int:
+        self._activate(ordinal)
+        pointer = _u64()
+        self._call(
+            "cuMemAlloc_v2",
+            ctypes.byref(pointer),
+            nbytes,
+            context=f"allocating on cuda({ordinal})",
+            requested=nbytes,
+            mem_info=lambda: self.mem_get_info(ordinal),
+        )
+        return pointer.value
+
+    def mem_free(self, ordinal: int, pointer: int) -> None:
+        self._activate(ordinal)
+        self._call("cuMemFree_v2", pointer)
+
+    def memcpy_htod(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        self._activate(ordinal)
+        self._call("cuMemcpyHtoD_v2", dst, src, nbytes)
+
+    def memcpy_dtoh(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        self._activate(ordinal)
+        self._call("cuMemcpyDtoH_v2", dst, src, nbytes)
+
+    def memcpy_dtod(self, ordinal: int, dst: int, src: int, nbytes: int) -> None:
+        self._activate(ordinal)
+        self._call("cuMemcpyDtoD_v2", dst, src, nbytes)
+
+    def memset_d8(self, ordinal: int, dst: int, value: int, nbytes: int) -> None:
+        self._activate(ordinal)
+        self._call("cuMemsetD8_v2", dst, value, nbytes)
+
+    def synchronize(self, ordinal: int) -> None:
+        self._activate(ordinal)
+        self._call("cuCtxSynchronize")
+
+    # ---- modules and launches --------------------------------------------------------------
+    def module_load(self, ordinal: int, image: bytes) -> Any:
+        self._activate(ordinal)
+        if not image.endswith(b"\0"):
+            image += b"\0"  # PTX is read as a NUL-terminated string
+        error_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
+        info_log = ctypes.create_string_buffer(_JIT_LOG_BYTES)
+        options = (ctypes.c_int * 4)(
+            _JIT_ERROR_LOG_BUFFER,
+            _JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            _JIT_INFO_LOG_BUFFER,
+            _JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        )
+        # Sizes travel as the pointer value itself (cuda.h: "cast to void*").
+        values = (ctypes.c_void_p * 4)(
+            ctypes.cast(error_log, ctypes.c_void_p),
+            ctypes.c_void_p(_JIT_LOG_BYTES),
+            ctypes.cast(info_log, ctypes.c_void_p),
+            ctypes.c_void_p(_JIT_LOG_BYTES),
+        )
+        module = ctypes.c_void_p()
+        result = self._fn["cuModuleLoadDataEx"](ctypes.byref(module), image, 4, options, values)
+        if result != 0:
+            log = error_log.value.decode("utf-8", "replace") or info_log.value.decode(
+                "utf-8", "replace"
+            )
+            check(
+                result,
+                "cuModuleLoadDataEx",
+                self._error_name,
+                context=f"loading PTX on cuda({ordinal})",
+                jit_log=log,
+            )
+        return module
+
+    def module_unload(self, ordinal: int, module: Any) -> None:
+        self._activate(ordinal)
+        self._call("cuModuleUnload", module)
+
+    def module_function(self, ordinal: int, module: Any, name: str) -> Any:
+        self._activate(ordinal)
+        function = ctypes.c_void_p()
+        self._call(
+            "cuModuleGetFunction",
+            ctypes.byref(function),
+            module,
+            name.encode(),
+            context=f"looking up kernel {name!r}",
+        )
+        return function
+
+    def module_global(self, ordinal: int, module: Any, name: str) -> tuple[int, int]:
+        self._activate(ordinal)
+        pointer, size = _u64(), ctypes.c_size_t()
+        self._call(
+            "cuModuleGetGlobal_v2",
+            ctypes.byref(pointer),
+            ctypes.byref(size),
+            module,
+            name.encode(),
+            context=f"looking up global {name!r}",
+        )
+        return pointer.value, size.value
+
+    def function_attribute(self, ordinal: int, function: Any, attribute: int) -> int:
+        self._activate(ordinal)
+        value = ctypes.c_int()
+        self._call("cuFuncGetAttribute", ctypes.byref(value), attribute, function)
+        return value.value
+
+    def set_function_attribute(
+        self, ordinal: int, function: Any, attribute: int, value: int
+    ) -> None:
+        self._activate(ordinal)
+        self._call("cuFuncSetAttribute", function, attribute, value)
+
+    def launch(
+        self,
+        ordinal: int,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        params: Sequence[Any],
+    ) -> None:
+        self._activate(ordinal)
+        # kernelParams: one pointer per parameter, to where its value is stored.
+        pointers = (ctypes.c_void_p * max(len(params), 1))(*[ctypes.addressof(p) for p in params])
+        self._call(
+            "cuLaunchKernel",
+            function,
+            *grid,
+            *block,
+            shared_bytes,
+            None,
+            pointers,
+            None,
+            context=f"launching a kernel with grid {grid}, block {block}",
+        )
+
+    def __repr__(self) -> str:
+        return f"<CUDADriver {self.library!r}>"
+
+
+# ---- the process-wide driver -------------------------------------------------------------------
+_lock = threading.Lock()
+_driver: Driver | None = None
+_failure: CUDAUnavailableError | None = None
+_pid = os.getpid()
+
+
+def get_driver() -> Driver:
+    """The process-wide driver, loaded on first use (or the one :func:`set_driver` installed).
+
+    Raises
+    ------
+    CUDAUnavailableError
+        No driver library, ``cuInit`` failed, or no device (the message says which). The
+        failure is remembered: later calls raise it again without retrying, until
+        :func:`set_driver` resets the state.
+    """
+    global _driver, _failure, _pid
+    driver = _driver
+    if driver is not None and _pid == os.getpid():
+        return driver
+    with _lock:
+        if _pid != os.getpid():
+            # A forked child: CUDA state does not survive fork(), so the parent's driver
+            # object (and its contexts) must not be used here. Start again.
+            _driver, _failure, _pid = None, None, os.getpid()
+        if _driver is None and _failure is None:
+            try:
+                _driver = CUDADriver()
+            except CUDAUnavailableError as err:
+                _failure = err
+        if _driver is not None:
+            return _driver
+        assert _failure is not None  # one of the two is set just above
+        raise CUDAUnavailableError(str(_failure), _failure.missing)
+
+
+def set_driver(driver: Driver | None) -> Driver | None:
+    """Install ``driver`` as the process-wide one (a test double, say); ``None`` forgets the
+    current driver and any remembered failure, so the next :func:`get_driver` loads the
+    library again (``RELAXVM_CUDA_LIBRARY`` is read then). Returns the previous driver.
+
+    Modules and buffers made with one driver must not be used with another.
+    """
+    global _driver, _failure, _pid
+    with _lock:
+        previous = _driver
+        _driver, _failure, _pid = driver, None, os.getpid()
+    return previous
+
+
+def driver_unavailable_reason() -> str | None:
+    """Why CUDA cannot be used here (no library, cuInit failed, no device), or None when a
+    driver with at least one device is present. Never raises."""
+    try:
+        count = get_driver().device_count()
+    except Exception as err:  # whatever went wrong, it is the answer, not an exception
+        return str(err)
+    return None if count > 0 else "the CUDA driver is present but reports no device"

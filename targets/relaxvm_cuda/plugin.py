@@ -1,0 +1,90 @@
+"""Entry point of the CUDA target plugin (``[project.entry-points.relaxvm] cuda``).
+
+Loading the plugin (every process that uses relaxvm's plugins does) must stay cheap and must
+work without a GPU: it imports neither llvmlite nor ``libcuda.so.1``. The target's code
+generator loads on the first build, the driver on the first allocation, copy or launch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relaxvm import hookimpl
+from relaxvm.registry import FunctionRegistrar, TargetKind, TargetRegistrar
+
+
+def _build(mod, target):  # type: ignore[no-untyped-def]
+    from .target import build
+
+    return build(mod, target)
+
+
+def _default_attrs():  # type: ignore[no-untyped-def]
+    from .target import default_attrs
+
+    return default_attrs()
+
+
+def _serialize(module):  # type: ignore[no-untyped-def]
+    from .target import serialize
+
+    return serialize(module)
+
+
+def _load(data, target):  # type: ignore[no-untyped-def]
+    from .target import load
+
+    return load(data, target)
+
+
+def _relax_passes(target):  # type: ignore[no-untyped-def]
+    # The GPU schedules bind the fused kernels' loops to blocks and threads, after fusion.
+    from .schedule import schedule_pass
+
+    return [schedule_pass(target)]
+
+
+def _device_api() -> Any:
+    from .device import cuda_device_api
+
+    return cuda_device_api()
+
+
+@hookimpl
+def relaxvm_register_builtins(registry: FunctionRegistrar) -> None:
+    """Register ``device_api.cuda`` (the API object itself needs no driver)."""
+    registry.register("device_api.cuda", _device_api)
+
+
+@hookimpl
+def relaxvm_register_targets(register: TargetRegistrar) -> None:
+    """Register the ``cuda`` target kind."""
+    register.register(
+        TargetKind(
+            name="cuda",
+            device="cuda",
+            build=_build,
+            default_attrs=_default_attrs,
+            relax_passes=_relax_passes,
+            serialize=_serialize,
+            load=_load,
+            doc="NVIDIA GPU kernels: TIR -> LLVM NVPTX -> PTX, run through the CUDA driver",
+            # The names of relaxvm_cuda.target.TARGET_OPTIONS (not imported: loading the
+            # plugin must stay cheap).
+            options={
+                "arch": "the sm_XY to generate PTX for (default: the device's, else sm_80)",
+                "mcpu": "accepted when equal to arch",
+                "max_num_threads": "threads per block the schedules may use (default 1024)",
+                "max_threads_per_block": "threads per block the schedules may use (default 1024)",
+                "thread_warp_size": "warp size: 32",
+                "max_shared_memory_per_block": "shared memory per block in bytes (default 48K)",
+                "registers_per_block": "registers per block",
+                "l2_cache_size_bytes": "L2 cache size in bytes",
+                "libs": "accepted, ignored (TVM's external libraries)",
+                "model": "accepted, ignored (the GPU model name)",
+                "keys": "accepted, ignored",
+                "tag": "accepted, ignored",
+                "device": "accepted, ignored",
+            },
+        )
+    )

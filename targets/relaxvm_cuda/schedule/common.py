@@ -1,0 +1,88 @@
+"""Building blocks of the GPU schedules: thread-bound loops, flattened index spaces, loads
+rewritten across statements."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from relaxvm.ir import IntImm, PrimExpr, Var
+from relaxvm.ir.op import cast
+from relaxvm.ir.tir import BufferLoad, For, ForKind, LetStmt, Stmt, StmtMutator
+from relaxvm_llvm.schedule.epilogue import rewrite_loads
+
+__all__ = [
+    "bound_loop",
+    "ceildiv",
+    "let_indices",
+    "product",
+    "rewrite_stmt_loads",
+    "threads_for",
+]
+
+#: Threads per block of the injective schedule and the most a row kernel uses.
+BLOCK_THREADS = 256
+
+
+def product(extents: Sequence[PrimExpr]) -> PrimExpr:
+    """The product of ``extents`` as an int64 expression (1 for none)."""
+    total: PrimExpr = IntImm("int64", 1)
+    for extent in extents:
+        total = _fold(total * cast(extent, "int64"))
+    return total
+
+
+def _fold(expr: PrimExpr) -> PrimExpr:
+    from relaxvm.ir.arith import Analyzer
+
+    return Analyzer().simplify(expr)
+
+
+def ceildiv(total: PrimExpr, factor: int) -> PrimExpr:
+    """``ceil(total / factor)`` as an int64 expression."""
+    return _fold((cast(total, "int64") + (factor - 1)) // factor)
+
+
+def bound_loop(name: str, extent: PrimExpr | int, axis: str, body: Callable[[Var], Stmt]) -> For:
+    """``for v in T.thread_binding(extent, thread=axis): body(v)`` with an int64 ``v``."""
+    var = Var(name, "int64")
+    return For(
+        var, 0, cast(extent, "int64"), ForKind.THREAD_BINDING, body(var), thread_binding=axis
+    )
+
+
+def let_indices(
+    flat: PrimExpr, loop_vars: Sequence[Var], extents: Sequence[PrimExpr], body: Stmt
+) -> Stmt:
+    """Bind ``loop_vars`` (row-major over ``extents``) from the flat index ``flat``."""
+    stmt = body
+    bindings: list[tuple[Var, PrimExpr]] = []
+    rest = flat
+    for var, extent in zip(reversed(loop_vars), reversed(extents), strict=True):
+        e64 = cast(extent, "int64")
+        last = var is loop_vars[0]
+        value = rest if last else rest % e64
+        bindings.append((var, cast(value, var.dtype)))
+        if not last:
+            rest = rest // e64
+    for var, value in bindings:
+        stmt = LetStmt(var, value, stmt)
+    return stmt
+
+
+def threads_for(work: PrimExpr) -> int:
+    """Threads per block for ``work`` elements per block: a power of two in [32, 256]."""
+    if isinstance(work, IntImm):
+        wanted = max(32, 1 << max(0, math.ceil(math.log2(max(1, work.value)))))
+        return min(BLOCK_THREADS, wanted)
+    return BLOCK_THREADS
+
+
+def rewrite_stmt_loads(stmt: Stmt, rewrite: Callable[[BufferLoad], PrimExpr | None]) -> Stmt:
+    """``stmt`` with loads replaced wherever they occur (values, indices, conditions)."""
+
+    class _Rewrite(StmtMutator):
+        def visit_expr(self, expr: PrimExpr) -> PrimExpr:
+            return rewrite_loads(expr, rewrite)
+
+    return _Rewrite().visit_stmt(stmt)

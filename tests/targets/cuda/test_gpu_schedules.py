@@ -1,0 +1,184 @@
+"""GPU schedules checked on the CPU: the reference interpreter runs the thread-bound kernels
+with block/thread semantics (shared memory per block, barriers phase by phase) and must agree
+with the unscheduled kernel and numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relaxvm.errors import VMValueError
+from relaxvm.ir import Var
+from relaxvm.ir.tir import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    PrimFunc,
+    run_prim_func,
+    seq,
+)
+from relaxvm.ir.tir.intrin_gpu import storage_sync
+from relaxvm_cuda.schedule import schedule_kind, schedule_prim_func
+from relaxvm_llvm.schedule import workloads
+
+
+def _inputs(func: PrimFunc, rng: np.random.Generator, n: int | None = None) -> list[np.ndarray]:
+    arrays = []
+    env = {}
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        shape = []
+        for extent in buffer.shape:
+            if isinstance(extent, Var):
+                env.setdefault(extent, n)
+                shape.append(env[extent])
+            else:
+                shape.append(int(extent.value))  # type: ignore[attr-defined]
+        arrays.append(rng.standard_normal(shape).astype(str(buffer.dtype)))
+    return arrays
+
+
+def _check(func: PrimFunc, kind: str, n: int | None = None, expected=None) -> None:  # type: ignore[no-untyped-def]
+    scheduled = schedule_prim_func(func)
+    assert schedule_kind(scheduled) == kind
+    rng = np.random.default_rng(0)
+    ref = _inputs(func, rng, n)
+    got = [a.copy() for a in ref]
+    run_prim_func(func, *ref)
+    run_prim_func(scheduled, *got)
+    np.testing.assert_allclose(got[-1], ref[-1], rtol=1e-5, atol=1e-5)
+    if expected is not None:
+        np.testing.assert_allclose(got[-1], expected(*got[:-1]), rtol=1e-4, atol=1e-5)
+
+
+def test_injective_broadcast_add_with_a_ragged_last_block() -> None:
+    _check(workloads.add((3, 100), bshape=(100,)), "injective", expected=lambda a, b: a + b)
+
+
+def test_injective_with_a_symbolic_extent() -> None:
+    n = Var("n", "int64")
+    _check(workloads.add((n, 5)), "injective", n=61, expected=lambda a, b: a + b)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "op", "ref"),
+    [
+        ((4, 300), 1, "sum", lambda a: a.sum(1)),
+        ((5, 9), 0, "sum", lambda a: a.sum(0)),
+        ((3, 70), 1, "max", lambda a: a.max(1)),
+        ((3, 33), 1, "min", lambda a: a.min(1)),
+    ],
+)
+def test_row_reductions(shape, axis, op, ref) -> None:  # type: ignore[no-untyped-def]
+    _check(workloads.reduce_sum(shape, axis, op=op), "rows", expected=ref)
+
+
+def test_mean_is_a_reduction_with_an_epilogue() -> None:
+    _check(workloads.reduce_sum((3, 40), 1, mean=True), "rows", expected=lambda a: a.mean(1))
+
+
+def test_softmax_rows() -> None:
+    def softmax(x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    _check(workloads.softmax(4, 129), "rows", expected=softmax)
+
+
+def test_layer_norm_rows() -> None:
+    def layer_norm(x, g, b):  # type: ignore[no-untyped-def]
+        mean = x.mean(1, keepdims=True)
+        var = ((x - mean) ** 2).mean(1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-5) * g + b
+
+    _check(workloads.layer_norm(3, 50), "rows", expected=layer_norm)
+
+
+def test_matmul_with_bias_and_relu() -> None:
+    _check(
+        workloads.matmul(6, 5, 40, bias=True, relu=True),
+        "rows",
+        expected=lambda a, b, bias: np.maximum(a @ b + bias, 0),
+    )
+
+
+def test_opaque_kernel_runs_in_one_thread() -> None:
+    func = workloads.conv2d_nchw(1, 2, 5, 5, 3)
+    scheduled = schedule_prim_func(func)
+    assert schedule_kind(scheduled) in ("rows", "single_thread")
+    rng = np.random.default_rng(1)
+    ref = _inputs(func, rng)
+    got = [a.copy() for a in ref]
+    run_prim_func(func, *ref)
+    run_prim_func(scheduled, *got)
+    np.testing.assert_allclose(got[-1], ref[-1], rtol=1e-5, atol=1e-5)
+
+
+# ---- barrier semantics of the interpreter ------------------------------------------------------
+def _neighbour_kernel(with_barrier: bool, threads: int = 8) -> PrimFunc:
+    """out[b, t] = in[b, (t + 1) % T] through shared memory: write, (barrier), read."""
+    a = Buffer("A", (2, threads), "float32")
+    out = Buffer("B", (2, threads), "float32")
+    tile = Buffer("tile", (threads,), "float32", scope="shared")
+    bx, tx = Var("bx", "int64"), Var("tx", "int64")
+    parts = [BufferStore(tile, a[bx, tx], [tx])]
+    if with_barrier:
+        parts.append(Evaluate(storage_sync()))
+    parts.append(BufferStore(out, tile[(tx + 1) % threads], [bx, tx]))
+    body = For(
+        bx,
+        0,
+        2,
+        ForKind.THREAD_BINDING,
+        For(tx, 0, threads, ForKind.THREAD_BINDING, Allocate(tile, seq(*parts)), "threadIdx.x"),
+        "blockIdx.x",
+    )
+    pa, pb = Var("A_handle", "handle"), Var("B_handle", "handle")
+    return PrimFunc([pa, pb], body, buffer_map={pa: a, pb: out})
+
+
+def test_barrier_makes_neighbours_writes_visible() -> None:
+    x = np.arange(16, dtype="float32").reshape(2, 8)
+    out = np.zeros_like(x)
+    run_prim_func(_neighbour_kernel(True), x, out)
+    np.testing.assert_array_equal(out, np.roll(x, -1, axis=1))
+
+
+def test_without_the_barrier_threads_read_unwritten_shared_memory() -> None:
+    x = np.arange(16, dtype="float32").reshape(2, 8)
+    out = np.zeros_like(x)
+    run_prim_func(_neighbour_kernel(False), x, out)
+    # threads run one after another: all but the last read a slot not yet written (NaN)
+    assert np.isnan(out[:, :-1]).all()
+    assert not np.array_equal(out, np.roll(x, -1, axis=1))
+
+
+def test_shared_memory_is_per_block() -> None:
+    x = np.arange(16, dtype="float32").reshape(2, 8)
+    out = np.zeros_like(x)
+    run_prim_func(_neighbour_kernel(True), x, out)
+    assert out[1, 0] == x[1, 1]  # block 1 sees its own tile, not block 0's
+
+
+def test_divergent_barrier_is_an_error() -> None:
+    a = Buffer("A", (4,), "float32")
+    tx = Var("tx", "int64")
+    body = For(
+        tx,
+        0,
+        4,
+        ForKind.THREAD_BINDING,
+        seq(
+            IfThenElse(tx < 2, Evaluate(storage_sync())),
+            BufferStore(a, 1.0, [tx]),
+        ),
+        "threadIdx.x",
+    )
+    pa = Var("A_handle", "handle")
+    func = PrimFunc([pa], body, buffer_map={pa: a})
+    with pytest.raises(VMValueError, match="barrier divergence in block"):
+        run_prim_func(func, np.zeros(4, "float32"))
