@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.op import cast
 from relaxvm.ir.tir import BufferLoad, For, ForKind, LetStmt, Stmt, StmtMutator
-from relaxvm_llvm.schedule.epilogue import rewrite_loads
+from relaxvm.ir.tir.stage_epilogue import rewrite_loads
 
 __all__ = [
     "bound_loop",

@@ -1,7 +1,7 @@
 """Pick a GPU schedule for a legalized (or fused) PrimFunc from its stages.
 
 The stages are read by the LLVM target's CPU-independent parser
-(:func:`relaxvm_llvm.schedule.stages.parse_stages`). Injective stages writing scratch are
+(:func:`relaxvm.ir.tir.stages.parse_stages`). Injective stages writing scratch are
 inlined into their readers first (recomputed where read: no global scratch, no launch per
 stage). Then:
 
@@ -18,7 +18,7 @@ from typing import Any
 from relaxvm.ir import Var
 from relaxvm.ir.expr_functor import substitute
 from relaxvm.ir.tir import Allocate, Buffer, BufferLoad, PrimFunc, Stmt, seq
-from relaxvm_llvm.schedule.stages import Stage, parse_stage, parse_stages
+from relaxvm.ir.tir.stages import Stage, parse_stage, parse_stages
 
 from .common import rewrite_stmt_loads
 from .fallback import has_thread_binding, single_thread

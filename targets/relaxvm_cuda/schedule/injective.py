@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from relaxvm.ir import Var
 from relaxvm.ir.tir import IfThenElse, Stmt
-from relaxvm_llvm.schedule.stages import Stage
+from relaxvm.ir.tir.stages import Stage
 
 from .common import BLOCK_THREADS, bound_loop, ceildiv, let_indices, product
 

@@ -38,7 +38,7 @@ from relaxvm.ir.tir import (
     seq,
 )
 from relaxvm.ir.tir.intrin_gpu import storage_sync
-from relaxvm_llvm.schedule.stages import COMBINE, Stage, loads_of
+from relaxvm.ir.tir.stages import COMBINE, Stage, loads_of
 
 from .common import bound_loop, ceildiv, let_indices, product, rewrite_stmt_loads, threads_for
 
@@ -121,7 +121,7 @@ def _to_shared(stmt: Stmt, plan: RowPlan) -> Stmt:
 
 
 def _expr_to_shared(expr: PrimExpr, plan: RowPlan) -> PrimExpr:
-    from relaxvm_llvm.schedule.epilogue import rewrite_loads
+    from relaxvm.ir.tir.stage_epilogue import rewrite_loads
 
     zero = IntImm("int64", 0)
     return rewrite_loads(

@@ -27,11 +27,18 @@ from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.expr_functor import free_vars, substitute
 from relaxvm.ir.op import floordiv, floormod
 from relaxvm.ir.tir import Buffer, BufferStore, For, ForKind, Stmt, seq
+from relaxvm.ir.tir.stage_epilogue import Epilogue
+from relaxvm.ir.tir.stages import (
+    COMBINE,
+    Stage,
+    loads_of,
+    parse_stage,
+    static_extent,
+    vector_access,
+)
 
 from .config import CpuConfig
-from .epilogue import Epilogue
 from .plan import TilePlan, plan_tile, transposed_operand
-from .stages import COMBINE, Stage, loads_of, parse_stage, static_extent, vector_access
 
 __all__ = ["ChannelTiles", "channel_tiles"]
 

@@ -8,17 +8,8 @@ from typing import Any, cast
 from relaxvm.errors import RelaxVMError
 from relaxvm.ir import Var
 from relaxvm.ir.tir import Allocate, Buffer, IfThenElse, PrimFunc, Stmt, seq
-
-from .channels import channel_tiles
-from .config import CpuConfig, cpu_config
-from .epilogue import Epilogue, find_epilogue
-from .guards import has_guard, materialize_padding, unguard
-from .injective import schedule_injective_stage
-from .packing import no_prepacking, prepacked_packing
-from .plan import TilePlan, plan_tile, transposed_operand
-from .reduction import lane_width, schedule_reduction_stage
-from .small import with_small_rows
-from .stages import (
+from relaxvm.ir.tir.stage_epilogue import Epilogue, find_epilogue
+from relaxvm.ir.tir.stages import (
     Stage,
     loads_of,
     parse_stage,
@@ -27,6 +18,15 @@ from .stages import (
     static_extent,
     vector_access,
 )
+
+from .channels import channel_tiles
+from .config import CpuConfig, cpu_config
+from .guards import has_guard, materialize_padding, unguard
+from .injective import schedule_injective_stage
+from .packing import no_prepacking, prepacked_packing
+from .plan import TilePlan, plan_tile, transposed_operand
+from .reduction import lane_width, schedule_reduction_stage
+from .small import with_small_rows
 from .tile import schedule_tiled_reduction
 
 __all__ = [

@@ -19,9 +19,8 @@ from relaxvm.ir.expr_nodes import GE, GT, LE, LT, And, CmpExpr
 from relaxvm.ir.op import max_expr, min_expr
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Buffer, BufferLoad, BufferStore, Call, For, ForKind, Stmt, if_then_else
-
-from .epilogue import rewrite_loads
-from .stages import Stage, static_extent
+from relaxvm.ir.tir.stage_epilogue import rewrite_loads
+from relaxvm.ir.tir.stages import Stage, static_extent
 
 __all__ = ["has_guard", "materialize_padding", "unguard"]
 

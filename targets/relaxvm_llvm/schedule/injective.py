@@ -33,13 +33,13 @@ from relaxvm.ir.tir import (
     seq,
     substitute,
 )
+from relaxvm.ir.tir.stage_epilogue import rewrite_loads
+from relaxvm.ir.tir.stages import Stage, loads_of, static_extent, vector_access
 
 from .config import CpuConfig
-from .epilogue import rewrite_loads
 from .guards import has_guard, unguard
 from .indexing import simplify_index
 from .loops import estimate_ops, fused_grid, product, vector_loop
-from .stages import Stage, loads_of, static_extent, vector_access
 
 __all__ = ["schedule_injective_stage", "vector_width_for"]
 

@@ -10,8 +10,7 @@ from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.expr_functor import post_order_visit
 from relaxvm.ir.op import floordiv, floormod
 from relaxvm.ir.tir import BufferLoad, Call, For, ForKind, Stmt, seq
-
-from .stages import static_extent
+from relaxvm.ir.tir.stages import static_extent
 
 __all__ = ["estimate_ops", "fused_grid", "product", "vector_loop"]
 

@@ -19,11 +19,11 @@ from relaxvm.ir.expr_functor import free_vars, substitute
 from relaxvm.ir.op import floordiv
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Buffer, BufferLoad, BufferStore, For, ForKind, Stmt
+from relaxvm.ir.tir.stage_epilogue import rewrite_loads
+from relaxvm.ir.tir.stages import Stage, loads_of, static_extent, vector_access
 
 from .config import CpuConfig
-from .epilogue import rewrite_loads
 from .plan import TilePlan, transposed_operand
-from .stages import Stage, loads_of, static_extent, vector_access
 
 __all__ = [
     "PackLayout",

@@ -6,11 +6,11 @@ from __future__ import annotations
 from relaxvm.ir import PrimExpr, Var
 from relaxvm.ir.expr_functor import free_vars
 from relaxvm.ir.tir import BufferLoad
+from relaxvm.ir.tir.stage_epilogue import Epilogue
+from relaxvm.ir.tir.stages import Stage, loads_of, static_extent, vector_access
 
 from .config import CpuConfig
-from .epilogue import Epilogue
 from .injective import vector_width_for
-from .stages import Stage, loads_of, static_extent, vector_access
 
 __all__ = ["TilePlan", "plan_tile", "transposed_operand"]
 

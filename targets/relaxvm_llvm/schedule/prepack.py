@@ -35,12 +35,12 @@ from relaxvm.ir import Var
 from relaxvm.ir.relax import Call, Constant, Function, GlobalVar, Op, Tuple
 from relaxvm.ir.relax.expr_functor import ExprMutator, ExprVisitor
 from relaxvm.ir.tir import Buffer, BufferStore, PrimFunc, Stmt, StmtVisitor
+from relaxvm.ir.tir.stages import loads_of
 from relaxvm.runtime.creation import tensor
 
 from .config import CpuConfig
 from .dispatch import _schedule
 from .packing import PackLayout, prepacking
-from .stages import loads_of
 
 __all__ = ["PREPACKED_SUFFIX", "pack_array", "prepack_module", "prepack_prim_func"]
 

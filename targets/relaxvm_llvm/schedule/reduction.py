@@ -34,12 +34,12 @@ from relaxvm.ir.dtype import dtype_int_range, is_float_dtype
 from relaxvm.ir.expr_functor import substitute
 from relaxvm.ir.op import floordiv
 from relaxvm.ir.tir import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, Stmt, seq
+from relaxvm.ir.tir.stage_epilogue import Epilogue
+from relaxvm.ir.tir.stages import COMBINE, Stage, loads_of, static_extent, vector_access
 
 from .config import CpuConfig
-from .epilogue import Epilogue
 from .injective import vector_width_for
 from .loops import fused_grid, product
-from .stages import COMBINE, Stage, loads_of, static_extent, vector_access
 
 __all__ = ["lane_width", "schedule_reduction_stage"]
 

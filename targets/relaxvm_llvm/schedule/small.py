@@ -32,13 +32,13 @@ from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.op import floordiv
 from relaxvm.ir.tir import For, ForKind, IfThenElse, Stmt, seq
 from relaxvm.ir.tir import substitute as substitute_stmt
+from relaxvm.ir.tir.stage_epilogue import Epilogue
+from relaxvm.ir.tir.stages import Stage, static_extent
 
 from .config import SMALL_PARALLEL_FACTOR, CpuConfig
-from .epilogue import Epilogue
 from .loops import fused_grid, product
 from .packing import prepacked_packing
 from .plan import TilePlan
-from .stages import Stage, static_extent
 from .tile import _TileBuilder, schedule_tiled_reduction
 
 __all__ = [

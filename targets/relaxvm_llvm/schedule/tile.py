@@ -53,13 +53,13 @@ from relaxvm.ir.tir import (
     seq,
 )
 from relaxvm.ir.tir import substitute as substitute_stmt
+from relaxvm.ir.tir.stage_epilogue import Epilogue
+from relaxvm.ir.tir.stages import COMBINE, Stage, static_extent, vector_access
 
 from .config import SMALL_PARALLEL_FACTOR, CpuConfig
-from .epilogue import Epilogue
 from .loops import fused_grid, product
 from .packing import Packing, choose_packing, column_blocks
 from .plan import TilePlan, plan_tile, transposed_operand
-from .stages import COMBINE, Stage, static_extent, vector_access
 
 __all__ = ["TilePlan", "plan_tile", "schedule_tiled_reduction", "transposed_operand"]
 

@@ -257,7 +257,7 @@ def _unfuse(stmt: Stmt) -> tuple[Buffer, list[Stmt]] | None:
     element = scratch[tuple(spatial)]
 
     def to_full(expr: PrimExpr) -> PrimExpr:
-        from .epilogue import rewrite_loads  # epilogue imports this module
+        from .stage_epilogue import rewrite_loads  # stage_epilogue imports this module
 
         return rewrite_loads(expr, lambda load: element if load.buffer is acc else None)
 
