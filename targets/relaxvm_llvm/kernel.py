@@ -86,9 +86,20 @@ class Kernel:
         argtypes = [ctypes.c_void_p] * nbuf + [ctypes.c_int64] * len(signature.var_names)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         # The general caller handles every argument kind; the Tensor-only one, when the
-        # signature allows it, hands everything else to it.
-        self._general = general_caller(self)
-        self._call = tensor_caller(self, self._general) or self._general
+        # signature allows it, hands everything else to it. Generating and compiling a caller
+        # is most of a cached model's per-kernel load time, and calls with Tensors (the VM's)
+        # never reach the general one: it is made on its first use.
+        self._general: Any = None
+        self._call = tensor_caller(self, self._general_call) or self._general_caller()
+
+    def _general_caller(self) -> Any:
+        """The general caller, made on first use."""
+        if self._general is None:
+            self._general = general_caller(self)
+        return self._general
+
+    def _general_call(self, *args: Any) -> None:
+        self._general_caller()(*args)
 
     @property
     def name(self) -> str:
