@@ -25,6 +25,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -89,11 +90,14 @@ class _Worker:
     """One ``python -m relaxvm_llvm.compile_worker`` process and its pipes."""
 
     def __init__(self) -> None:
+        # stderr goes to a file: a pipe nobody reads while waiting for a reply could fill
+        # with LLVM's warnings and block the worker for good.
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the worker
         self.proc = subprocess.Popen(
             worker_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.stderr,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )
         self.ready = False
@@ -134,11 +138,13 @@ class _Worker:
     def _death(self) -> str:
         """What the ended process left: its exit status and the end of its stderr."""
         try:
-            _, err = self.proc.communicate(timeout=5)
+            self.proc.wait(timeout=5)
+            self.stderr.seek(0)
+            err = self.stderr.read()
         except (subprocess.TimeoutExpired, OSError, ValueError):
             self.close()
             return "the worker stopped answering"
-        tail = (err or b"").decode("utf-8", "replace").strip()[-500:]
+        tail = err.decode("utf-8", "replace").strip()[-500:]
         return f"exit status {self.proc.returncode}" + (f": {tail}" if tail else "")
 
     def close(self) -> None:
@@ -153,6 +159,7 @@ class _Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self.stderr.close()
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
@@ -250,6 +257,10 @@ def compile_kernels(
                 record(index, CompiledKernel(obj, ir_text), None)
             except RuntimeError as err:
                 record(index, None, f"LLVM rejected the IR of kernel {name!r}: {err}")
+            except Exception as err:  # a bug, not LLVM's verdict: still names the kernel
+                record(
+                    index, None, f"compiling kernel {name!r} failed: {type(err).__name__}: {err}"
+                )
         jobs.put(None)  # the end marker stays for the other consumers
 
     def remote(worker: _Worker) -> None:
@@ -269,6 +280,12 @@ def compile_kernels(
                         index, None, f"the compile worker died compiling kernel {name!r} ({gone})"
                     )
                 worker.close()
+                return
+            except Exception:
+                # Anything else leaves the pipes mid-message: this worker is done for, and
+                # this process compiles the kernel.
+                worker.close()
+                jobs.put(job)
                 return
             record(index, result, None)
         jobs.put(None)

@@ -177,3 +177,41 @@ def test_worker_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(compile_pool.WORKERS_ENV, "many")
     with pytest.warns(RuntimeWarning, match="not an integer"):
         assert compile_pool.worker_count() <= compile_pool.MAX_WORKERS
+
+
+def test_a_worker_failing_unexpectedly_is_dropped_and_its_kernel_compiled_here(
+    workers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compile_pool.shutdown()
+    closed: list[int] = []
+
+    def broken(self: Any, header: bytes, text: bytes) -> Any:
+        raise OSError("pipe trouble")
+
+    original_close = compile_pool._Worker.close
+
+    def close(self: Any) -> None:
+        closed.append(1)
+        original_close(self)
+
+    monkeypatch.setattr(compile_pool._Worker, "compile", broken)
+    monkeypatch.setattr(compile_pool._Worker, "close", close)
+    monkeypatch.setattr(compile_pool, "compile_ir", _slow_compile_ir)
+    funcs = _funcs()
+    compiled = compile_prim_funcs(funcs, target.target_info(None))
+    _check(target.LLVMModule(compiled, funcs), len(funcs))
+    assert closed, "the failing worker was not closed"
+    assert not compile_pool._idle, "a worker left mid-message went back to the pool"
+
+
+def test_an_unexpected_error_here_names_the_kernel(
+    workers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(text: str, tm: Any) -> Any:
+        raise ValueError("not LLVM's fault")
+
+    monkeypatch.setattr(compile_pool, "compile_ir", broken)
+    monkeypatch.setenv(compile_pool.WORKERS_ENV, "0")
+    texts = [("only", "define i32 @f() {\n  ret i32 0\n}\n")]
+    with pytest.raises(LLVMBuildError, match="compiling kernel 'only' failed: ValueError"):
+        compile_pool.compile_kernels(iter(texts), 1, target.target_info(None), 0, lambda d: None)
