@@ -41,6 +41,7 @@ from ._kernel import (
     shape_of,
     tensor_arg,
 )
+from .runtime import PRIM_ARITH
 
 __all__ = ["broadcast_load", "cast_to", "checked_broadcast"]
 
@@ -276,21 +277,60 @@ def _scalar_operand(bb: BlockBuilder, call: Call, index: int) -> PrimExpr:
         return sinfo.value
     if sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT):
         raise LegalizationError(
-            f"{op_name(call)}: operand {index} is a run-time {sinfo.dtype} scalar; scalar "
-            "arithmetic on R.Prim values is computed on the VM's int64 shape heap, so only "
-            "integer scalars (or literals) are supported: use 0-d tensors for other dtypes"
+            f"{op_name(call)}: operand {index} is a run-time {sinfo.dtype} scalar, which "
+            "this op cannot take on R.Prim values: use 0-d tensors"
         )
     var = Var(f"_{op_name(call).split('.')[-1]}_operand{index}", sinfo.dtype)
     bb.match_cast(arg, PrimStructInfo(value=var))
     return var
 
 
+def _off_heap(arg: RelaxExpr) -> bool:
+    """A scalar whose value is known only at run time and is not an integer (a float, or a
+    bool such as a float comparison's result): the int64 shape heap cannot hold it."""
+    if isinstance(arg, PrimValue):
+        return False
+    sinfo = arg.struct_info
+    return (
+        isinstance(sinfo, PrimStructInfo)
+        and sinfo.value is None
+        and sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT)
+    )
+
+
 def _scalar_binary(bb: BlockBuilder, call: Call, fn: Callable[..., PrimExpr]) -> RelaxExpr:
-    """``R.Prim op R.Prim`` as a ``PrimValue`` of the TIR expression (computed by the VM)."""
+    """``R.Prim op R.Prim`` as a ``PrimValue`` of the TIR expression (computed by the VM), or,
+    with a run-time float operand (the int64 shape heap cannot hold it), a call of
+    ``relax.run.prim_arith``."""
     result = call.struct_info
     assert isinstance(result, PrimStructInfo)
+    name = op_name(call).split(".")[-1]
+    if name in _RUNTIME_ARITH and any(_off_heap(arg) for arg in call.args):
+        from relaxvm.ir.relax import StringImm
+        from relaxvm.ir.relax.op import call_pure_packed
+
+        dtypes = [getattr(arg.struct_info, "dtype", result.dtype) for arg in call.args]
+        # Comparisons of mixed operands compare after TIR's promotion: to the float one.
+        compute = result.dtype if str(result.dtype) != "bool" else _promoted(dtypes)
+        return call_pure_packed(
+            "relax.run.prim_arith",
+            StringImm(name),
+            StringImm(str(compute)),
+            StringImm(str(result.dtype)),
+            *call.args,
+            sinfo_args=PrimStructInfo(result.dtype),
+        )
     a, b = (_scalar_operand(bb, call, index) for index in range(2))
     return PrimValue(cast_to(fn(a, b), result.dtype))
+
+
+#: The ops ``relax.run.prim_arith`` computes for run-time float scalars.
+_RUNTIME_ARITH = frozenset(PRIM_ARITH)
+
+
+def _promoted(dtypes: list[Any]) -> Any:
+    floats = [d for d in dtypes if d.code not in (DataTypeCode.INT, DataTypeCode.UINT)]
+    return max(floats, key=lambda d: d.bits) if floats else dtypes[0]
 
 
 def _make_binary(name: str) -> None:

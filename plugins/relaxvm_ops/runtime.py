@@ -26,10 +26,12 @@ from relaxvm.runtime import Tensor
 from relaxvm.runtime import tensor as _new_tensor
 
 __all__ = [
+    "PRIM_ARITH",
     "RUNTIME_FUNCTIONS",
     "RelaxAssertionError",
     "run_assert_op",
     "run_nonzero",
+    "run_prim_arith",
     "run_print",
     "run_unique",
 ]
@@ -151,7 +153,65 @@ def run_nonzero(x: Any) -> Tensor:
     return _new_tensor(np.stack(np.nonzero(array)).astype(np.int64))
 
 
+#: ``R.Prim`` scalar arithmetic the VM's int64 shape heap cannot hold (a run-time float or bool
+#: operand, such as the result of a float comparison),
+#: by op name; numpy's semantics, as the ops' tensor kernels follow.
+PRIM_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.true_divide,
+    "floor_divide": np.floor_divide,
+    "power": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "mod": np.fmod,
+    "floor_mod": np.mod,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+}
+
+
+def run_prim_arith(op: str, dtype: str, out_dtype: str, a: Any, b: Any) -> Any:
+    """``a <op> b`` for ``R.Prim`` scalars known only at run time, computed in ``dtype`` (both
+    operands are converted to it first, as TIR promotes them) and returned as a Python value
+    of ``out_dtype`` (a float rounded to it, or a bool for a comparison).
+
+    Raises
+    ------
+    RelaxVMError
+        An unknown op, or an operand that is not a number (naming the op).
+    """
+    fn = PRIM_ARITH.get(op)
+    if fn is None:
+        raise RelaxVMError(f"relax.run.prim_arith: no scalar op {op!r}")
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, (int, float, np.number, np.bool_)):
+            raise RelaxVMError(
+                f"relax.run.prim_arith ({op}): operand {name} is a {type(value).__name__}, "
+                "not a number"
+            )
+    kind = np.dtype(dtype).type
+    with np.errstate(all="ignore"):  # inf, nan and division by zero follow IEEE, as numpy's
+        result = fn(kind(a), kind(b))
+    if out_dtype == "bool":
+        return builtins.bool(result)
+    out = np.dtype(out_dtype).type(result)
+    return float(out) if np.issubdtype(out.dtype, np.floating) else int(out)
+
+
 RUNTIME_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "relax.run.prim_arith": run_prim_arith,
     "relax.run.print": run_print,
     "relax.run.assert_op": run_assert_op,
     "relax.run.unique": run_unique,

@@ -156,17 +156,77 @@ def test_scalar_arithmetic_end_to_end_on_llvm(exec_mode: str) -> None:
     assert (d, e, bool(f)) == (-15, -4, True)
 
 
-def test_run_time_float_scalar_arithmetic_is_a_clear_compile_error() -> None:
+FLOAT_SCALARS = """
+from relaxvm.script import ir as I, relax as R, tir as T
+@I.ir_module
+class Mod:
+    @R.function
+    def main(a: R.Prim("float32"), b: R.Prim("float32"), n: R.Prim("int64"), h: R.Prim("float64")):
+        c = R.add(a, b)
+        d = R.multiply(c, R.prim_value(T.float32(0.5)))
+        e = R.divide(a, b)
+        f = R.less(a, b)
+        g = R.floor_mod(a, b)
+        k = R.power(h, h)
+        m = R.greater(n, h)
+        return (d, e, f, g, k, m)
+"""
+
+
+@pytest.mark.parametrize("exec_mode", ["bytecode", "compiled"])
+def test_run_time_float_scalar_arithmetic_stays_scalar(exec_mode: str) -> None:
+    mod = from_source(FLOAT_SCALARS)
+    assert str(mod["main"].ret_struct_info) == (
+        'R.Tuple(R.Prim("float32"), R.Prim("float32"), R.Prim("bool"), R.Prim("float32"), '
+        'R.Prim("float64"), R.Prim("bool"))'
+    )
+    vm = relaxvm.VirtualMachine(
+        relaxvm.compile(mod, target="llvm", exec_mode=exec_mode), relaxvm.cpu()
+    )
+    for a, b, n, h in [(1.5, 2.25, 3, 1.5), (-7.0, 2.0, -1, 0.0), (0.1, 0.3, 0, -2.0)]:
+        d, e, f, g, k, m = vm["main"](a, b, n, h)
+        f32 = np.float32
+        assert d == float((f32(a) + f32(b)) * f32(0.5))
+        assert e == float(f32(a) / f32(b))  # rounded to float32, as TVM's float32 scalars
+        assert f is (a < b) and m is (n > h)
+        assert g == float(np.mod(f32(a), f32(b)))
+        assert k == float(np.power(h, h))
+
+
+def test_bool_scalars_of_float_comparisons_combine() -> None:
     src = """
 from relaxvm.script import ir as I, relax as R
 @I.ir_module
 class Mod:
     @R.function
     def main(a: R.Prim("float32")):
-        return R.add(a, a)
+        return R.logical_and(R.less(a, a), R.less(a, a))
 """
-    with pytest.raises(relaxvm.errors.CompileError, match="run-time float32 scalar"):
-        relaxvm.compile(from_source(src), target="llvm")
+    ex = relaxvm.compile(from_source(src), target="llvm")
+    assert relaxvm.VirtualMachine(ex, relaxvm.cpu())["main"](1.0) is False
+
+
+def test_bitwise_ops_on_run_time_bools() -> None:
+    src = """
+from relaxvm.script import ir as I, relax as R
+@I.ir_module
+class Mod:
+    @R.function
+    def main(a: R.Prim("float32"), b: R.Prim("float32")):
+        return R.bitwise_xor(R.less(a, b), R.less(b, a))
+"""
+    vm = relaxvm.VirtualMachine(relaxvm.compile(from_source(src), target="llvm"), relaxvm.cpu())
+    assert vm["main"](1.0, 2.0) is True and vm["main"](2.0, 2.0) is False
+
+
+def test_prim_arith_runtime_errors() -> None:
+    from relaxvm_ops.runtime import run_prim_arith
+
+    with pytest.raises(relaxvm.errors.RelaxVMError, match="no scalar op 'atan2'"):
+        run_prim_arith("atan2", "float32", "float32", 1.0, 2.0)
+    with pytest.raises(relaxvm.errors.RelaxVMError, match="operand b is a str"):
+        run_prim_arith("add", "float32", "float32", 1.0, "2")
+    assert run_prim_arith("divide", "float32", "float32", 1.0, 0.0) == float("inf")
 
 
 # ---- BlockBuilder ----------------------------------------------------------------------------
