@@ -72,7 +72,7 @@ _CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 _FEATURE = re.compile(r"[+\-][A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 _TRIPLE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
 _SYMBOL = re.compile(r"__rvm_[A-Za-z0-9_]{1,512}\Z")
-_FASTMATH = frozenset(("reassoc", "contract", "nsz", "arcp", "afn"))
+_FASTMATH = frozenset(("reassoc", "contract", "nsz", "arcp", "afn", "nnan", "ninf"))
 
 #: Features implied by the generic x86-64 micro-architecture levels.
 _V2 = {"sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sahf"}

@@ -10,9 +10,13 @@ Target attributes (``Target("llvm -mcpu=... -mattr=... -fastmath=...")``):
     and ``mattr`` is left at the host default, the CPU's own features are used instead.
 ``fastmath``
     Fast-math flags on float arithmetic: a comma list of ``reassoc``, ``contract``, ``nsz``,
-    ``arcp``, ``afn``, or ``strict`` (none) or ``fast`` (all of those; never ``nnan`` or
-    ``ninf``, which would break NaN/inf handling). Default ``contract,reassoc,nsz``: FMA
-    contraction and vectorized reductions, with results equal up to rounding.
+    ``arcp``, ``afn``, ``nnan``, ``ninf``, or ``strict`` (none) or ``fast`` (the first five;
+    ``nnan`` and ``ninf`` only when named, as they make NaN and infinite inputs give undefined
+    results). Default ``contract,reassoc,nsz``: FMA contraction and vectorized reductions,
+    with results equal up to rounding.
+``fast-math``, ``fast-math-nnan``, ``fast-math-ninf``, ``fast-math-nsz``, ``fast-math-arcp``, ``fast-math-contract``, ``fast-math-reassoc``
+    TVM's spellings (booleans): when any is given (and ``fastmath`` is not), the flags are
+    exactly those set, ``fast-math`` meaning all seven, as in TVM.
 ``num-threads``, ``vector-bits``, ``tile``, ``l2-bytes``, ``l1-bytes``, ``pack``
     What the schedules size kernels for, instead of the host's values
     (:func:`relaxvm_llvm.schedule.cpu_config`, ``docs/llvm_target.md`` "Host-aware code
@@ -34,6 +38,7 @@ from relaxvm.errors import ExecutableFormatError
 from relaxvm.ir.tir import PrimFunc, lower_blocks
 from relaxvm.runtime.module import Module
 from relaxvm.security import TRUST_ENV, object_code_trusted
+from relaxvm.target import TargetError
 
 from . import jit
 from .cache import cache_key, default_cache
@@ -57,7 +62,20 @@ __all__ = [
 ]
 
 DEFAULT_FASTMATH = ("contract", "reassoc", "nsz")
-_ALLOWED_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
+#: What ``-fastmath=fast`` means: every flag that changes rounding at most.
+_FAST_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
+#: ``nnan`` and ``ninf`` make NaN or infinite values undefined: only when asked for by name.
+_ALLOWED_FLAGS = (*_FAST_FLAGS, "nnan", "ninf")
+#: TVM's boolean fast-math attributes and the flags each sets.
+TVM_FASTMATH_ATTRS: dict[str, tuple[str, ...]] = {
+    "fast-math": _ALLOWED_FLAGS,
+    "fast-math-nnan": ("nnan",),
+    "fast-math-ninf": ("ninf",),
+    "fast-math-nsz": ("nsz",),
+    "fast-math-arcp": ("arcp",),
+    "fast-math-contract": ("contract",),
+    "fast-math-reassoc": ("reassoc",),
+}
 
 
 class LLVMModule(Module):
@@ -159,7 +177,7 @@ def _fastmath(value: Any) -> tuple[str, ...]:
     if value is None:
         return DEFAULT_FASTMATH
     if value is True or value == "fast":
-        return _ALLOWED_FLAGS
+        return _FAST_FLAGS
     if value is False or value in ("strict", "none", ""):
         return ()
     flags = tuple(f.strip() for f in str(value).split(",") if f.strip())
@@ -191,7 +209,36 @@ def target_info(target: Any = None) -> jit.TargetInfo:
             f"llvm target: mcpu and mattr must be strings, got {cpu!r}, {features!r}"
         )
     check_target_attrs(dict(attrs))  # unknown attributes and bad values: TargetError
-    return jit.TargetInfo(cpu, features, _fastmath(attrs.get("fastmath")))
+    fastmath = _fastmath(attrs.get("fastmath"))
+    if attrs.get("fastmath") is None:
+        fastmath = _tvm_fastmath(attrs, fastmath)
+    return jit.TargetInfo(cpu, features, fastmath)
+
+
+def _tvm_fastmath(attrs: Mapping[str, Any], default: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags TVM's ``-fast-math*`` booleans ask for, or ``default`` when none is given."""
+    given = {
+        name: attrs.get(name, attrs.get(name.replace("-", "_"))) for name in TVM_FASTMATH_ATTRS
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if not given:
+        return default
+    flags: list[str] = []
+    for name, value in given.items():
+        if _truth(name, value):
+            flags.extend(f for f in TVM_FASTMATH_ATTRS[name] if f not in flags)
+    return tuple(f for f in _ALLOWED_FLAGS if f in flags)
+
+
+def _truth(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise TargetError(f"llvm target: -{name}={value!r} is not valid: expected a boolean")
 
 
 def _prim_funcs(mod: Any) -> list[tuple[str, PrimFunc]]:
@@ -361,8 +408,11 @@ def _rebuild(declared: CompiledObject, tir: bytes) -> LLVMModule:
         )
     # The header's CPU and features are untrusted too: they would choose the code generated
     # (and "-sse2,-x87" changes the float ABI of libm calls). Rebuild for this host, keeping
-    # only the validated fast-math flags, which change rounding at most.
-    info = jit.TargetInfo(jit.host_cpu_name(), jit.host_cpu_features(), declared.info.fastmath)
+    # only the validated fast-math flags that change rounding at most: nnan and ninf make
+    # NaN and infinite values poison, which a bounds check on a float-derived index could
+    # be folded away on, so untrusted code never gets them.
+    fastmath = tuple(f for f in declared.info.fastmath if f in _FAST_FLAGS)
+    info = jit.TargetInfo(jit.host_cpu_name(), jit.host_cpu_features(), fastmath)
     store = default_cache()
     key = _tir_key(tir, info)
     # A build of exactly these TIR bytes, made and signed by this user (the cache

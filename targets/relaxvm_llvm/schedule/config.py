@@ -69,6 +69,13 @@ TVM_ATTRS: dict[str, str] = {
     "cl-opt": "LLVM command-line options (accepted; no effect)",
     "mabi": "ABI name (accepted; the host's ABI is used)",
     "mfloat-abi": "float ABI (accepted; the host's is used)",
+    "fast-math": "TVM's fast-math (boolean): every fast-math flag, nnan and ninf included",
+    "fast-math-nnan": "TVM's fast-math flag nnan (boolean): NaN inputs give undefined results",
+    "fast-math-ninf": "TVM's fast-math flag ninf (boolean): infinite inputs give undefined results",
+    "fast-math-nsz": "TVM's fast-math flag nsz (boolean)",
+    "fast-math-arcp": "TVM's fast-math flag arcp (boolean)",
+    "fast-math-contract": "TVM's fast-math flag contract (boolean)",
+    "fast-math-reassoc": "TVM's fast-math flag reassoc (boolean)",
 }
 
 _DEFAULT_L1 = 32 * 1024

@@ -165,7 +165,9 @@ def test_vector_bits_wider_than_the_host_is_refused(monkeypatch: pytest.MonkeyPa
 def test_the_build_refuses_bad_attributes_too() -> None:
     from relaxvm_llvm.target import build
 
-    with pytest.raises(TargetError, match="unknown attribute -fast-math"):
+    with pytest.raises(TargetError, match="unknown attribute -fastmaths"):
+        build(wl.add((4, 4)), Target("llvm -fastmaths=1"))
+    with pytest.raises(TargetError, match="-fast-math='fast' is not valid: expected a boolean"):
         build(wl.add((4, 4)), Target("llvm -fast-math=fast"))
 
 

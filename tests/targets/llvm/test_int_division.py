@@ -22,6 +22,7 @@ from relaxvm.ir.relax import BlockBuilder, TensorStructInfo
 from relaxvm.ir.relax import Var as RVar
 from relaxvm.ir.relax import op as rop
 from relaxvm.ir.tir import Buffer, BufferStore, For, ForKind, PrimFunc, run_prim_func, seq
+from relaxvm.registry.extensions import get_target_kind
 from relaxvm.testing import (
     interpreter_target,
     missing_device_reason,
@@ -136,7 +137,8 @@ def test_relax_floor_divide_edges_on_every_target(target: str, exec_mode: str) -
     scope: Any = registered_target(interpreter_target()) if interp else contextlib.nullcontext()
     with scope:
         ex = relaxvm.compile(mod, target=target, exec_mode=exec_mode)
-        vm = relaxvm.VirtualMachine(ex, relaxvm.cpu())
+        device = relaxvm.device(get_target_kind(target).device)  # CPU inputs are copied there
+        vm = relaxvm.VirtualMachine(ex, device)
         q_out, r_out = vm["main"](relaxvm.tensor(a), relaxvm.tensor(b))
     expected = _numpy("floordiv", a, b)
     np.testing.assert_array_equal(q_out.numpy(), expected)
