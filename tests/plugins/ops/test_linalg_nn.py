@@ -218,3 +218,46 @@ def test_adaptive_avg_pool2d(in_size: tuple[int, int], out_size: tuple[int, int]
             c0, c1 = j * in_size[1] // ow, -(-(j + 1) * in_size[1] // ow)
             want[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("data_layout", "kernel_layout", "out_layout"),
+    [
+        ("NHWC", "HWIO", None),
+        ("NHWC", "OHWI", "NCHW"),
+        ("NCHW", "HWIO", "NHWC"),
+        ("HWCN", "IOHW", None),
+    ],
+)
+def test_conv2d_in_other_layouts(
+    data_layout: str, kernel_layout: str, out_layout: str | None
+) -> None:
+    x, w = _f32(2, 4, 6, 5), _f32(3, 4, 3, 3)  # NCHW / OIHW: the reference's layouts
+    x_in = np.ascontiguousarray(x.transpose(["NCHW".index(a) for a in data_layout]))
+    w_in = np.ascontiguousarray(w.transpose(["OIHW".index(a) for a in kernel_layout]))
+    got = run(
+        lambda d, k: op.nn.conv2d(d, k, strides=(2, 1), padding=1, data_layout=data_layout,
+                                  kernel_layout=kernel_layout, out_layout=out_layout),
+        [("x", x_in.shape, "float32"), ("w", w_in.shape, "float32")],
+        [x_in, w_in],
+    )  # fmt: skip
+    want = _conv_ref(x, w, (2, 1), (1,) * 4, (1, 1), 1)
+    out = out_layout or data_layout
+    np.testing.assert_allclose(
+        got, want.transpose(["NCHW".index(a) for a in out]), rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "adaptive"])
+def test_pools_in_nhwc(kind: str) -> None:
+    x = _f32(1, 2, 5, 5)
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    if kind == "adaptive":
+        build = lambda d: op.nn.adaptive_avg_pool2d(d, 1, layout="NHWC")  # noqa: E731
+        want = x.mean(axis=(2, 3), keepdims=True)
+    else:
+        pool = op.nn.max_pool2d if kind == "max" else op.nn.avg_pool2d
+        build = lambda d: pool(d, pool_size=3, strides=2, padding=1, layout="NHWC")  # noqa: E731
+        want = _pool_ref(x, 3, 2, (1,) * 4, False, kind)
+    got = run(build, [("x", x_nhwc.shape, "float32")], [x_nhwc])
+    np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)

@@ -110,8 +110,12 @@ def test_conv2d_symbolic_groups_and_errors() -> None:
         infer(op.nn.conv2d(tvar((4, 8, 8)), tvar((3, 4, 3, 3))))
     with pytest.raises(OpError, match="padding must have 1, 2 or 4 entries"):
         op.nn.conv2d(tvar((1, 4, 8, 8)), tvar((3, 4, 3, 3)), padding=(1, 2, 3))
-    with pytest.raises(OpError, match="only the NCHW layout is supported, got 'NHWC'"):
-        op.nn.conv2d(tvar((1, 8, 8, 4)), tvar((3, 4, 3, 3)), data_layout="NHWC")
+    with pytest.raises(
+        OpError, match="data_layout 'NCHW4c' is not a permutation of 'NCHW'.*packed"
+    ):
+        op.nn.conv2d(tvar((1, 8, 8, 4)), tvar((3, 4, 3, 3)), data_layout="NCHW4c")
+    with pytest.raises(OpError, match="kernel_layout 'OIHH' is not a permutation of 'OIHW'"):
+        op.nn.conv2d(tvar((1, 8, 8, 4)), tvar((3, 4, 3, 3)), kernel_layout="OIHH")
     with pytest.raises(OpError, match="groups must be >= 1"):
         op.nn.conv2d(tvar((1, 4, 8, 8)), tvar((3, 4, 3, 3)), groups=0)
 
@@ -154,3 +158,34 @@ def test_hand_built_calls_use_default_attrs() -> None:
     assert_shape(infer(call), (1, 4, 6, 6))
     call = Call(Op.get("relax.nn.max_pool2d"), [tvar((1, 3, 8, 8))], {"pool_size": (2, 2)})
     assert_shape(infer(call), (1, 3, 7, 7))
+
+
+def test_conv2d_and_pools_in_other_layouts() -> None:
+    # NHWC data, HWIO weight: the result follows the data layout unless out_layout says.
+    sinfo = infer(
+        op.nn.conv2d(
+            tvar((2, 9, 10, 3)), tvar((3, 3, 3, 4)), strides=2, padding=1,
+            data_layout="NHWC", kernel_layout="HWIO",
+        )
+    )  # fmt: skip
+    assert_shape(sinfo, (2, 5, 5, 4))
+    nchw = op.nn.conv2d(
+        tvar((2, 9, 10, 3)), tvar((4, 3, 3, 3)), data_layout="NHWC", out_layout="NCHW"
+    )
+    assert_shape(infer(nchw), (2, 4, 7, 8))
+    assert nchw.attrs["out_layout"] == "NCHW" and nchw.attrs["kernel_layout"] == "OIHW"
+    # Canonical calls store no layout attribute (they print as before).
+    assert "data_layout" not in op.nn.conv2d(tvar((1, 3, 8, 8)), tvar((4, 3, 3, 3))).attrs
+    with pytest.raises(OpError, match=r"has 5 input channels but weight"):
+        infer(op.nn.conv2d(tvar((1, 8, 8, 5)), tvar((3, 3, 3, 4)), data_layout="NHWC",
+                           kernel_layout="HWIO"))  # fmt: skip
+    assert_shape(infer(op.nn.max_pool2d(tvar((1, 8, 6, 3)), pool_size=2, layout="NHWC")),
+                 (1, 7, 5, 3))  # fmt: skip
+    assert_shape(
+        infer(op.nn.avg_pool2d(tvar((1, 8, 6, 3)), pool_size=2, layout="NHWC", out_layout="NCHW")),
+        (1, 3, 7, 5),
+    )
+    assert_shape(infer(op.nn.adaptive_avg_pool2d(tvar((1, 8, 6, 3)), 1, layout="NHWC")),
+                 (1, 1, 1, 3))  # fmt: skip
+    with pytest.raises(OpError, match="layout 'NHW' is not a permutation of 'NCHW'"):
+        op.nn.max_pool2d(tvar((1, 8, 6, 3)), layout="NHW")

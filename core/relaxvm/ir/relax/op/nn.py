@@ -27,6 +27,14 @@ from ._common import (
     tensor,
     unify_dtypes,
 )
+from .nn_layout import (
+    DATA_LAYOUT,
+    KERNEL_LAYOUT,
+    from_canonical,
+    layout_attrs,
+    layout_perm,
+    to_canonical,
+)
 from .registry import InferContext, OpError, register_op
 
 ACTIVATIONS = ("relu", "gelu", "silu")
@@ -159,6 +167,8 @@ def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
         return tensor(None, dtype, 4, like=data)
+    d_perm, w_perm, out_perm = _conv_perms(call, ctx)
+    d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     expected_in = ctx.analyzer.simplify(mul(w[1], groups))
     if not prove_equal(ctx, d[1], expected_in) and prove_not_equal(ctx, d[1], expected_in):
@@ -182,7 +192,30 @@ def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
                 f"the kernel with shape {dims_text(weight)} does not fit data with shape "
                 f"{dims_text(data)}: the output {axis} would be {extent}"
             )
-    return tensor([d[0], w[0], out_h, out_w], dtype, like=data)
+    return tensor(from_canonical([d[0], w[0], out_h, out_w], out_perm), dtype, like=data)
+
+
+def _conv_perms(call: Call, ctx: InferContext) -> tuple[Any, Any, Any]:
+    """The data, kernel and output layouts of a conv2d call as permutations (None: canonical)."""
+    name = "relax.nn.conv2d"
+    data_layout = ctx.attr(call, "data_layout", DATA_LAYOUT)
+    return (
+        layout_perm(name, "data_layout", data_layout, DATA_LAYOUT),
+        layout_perm(
+            name, "kernel_layout", ctx.attr(call, "kernel_layout", KERNEL_LAYOUT), KERNEL_LAYOUT
+        ),
+        layout_perm(name, "out_layout", ctx.attr(call, "out_layout", data_layout), DATA_LAYOUT),
+    )
+
+
+def _pool_perms(call: Call, ctx: InferContext) -> tuple[Any, Any]:
+    """The data and output layouts of a 2-d pool call as permutations (None: canonical)."""
+    name = str(call.op.name) if hasattr(call.op, "name") else "pool"
+    layout = ctx.attr(call, "layout", DATA_LAYOUT)
+    return (
+        layout_perm(name, "layout", layout, DATA_LAYOUT),
+        layout_perm(name, "out_layout", ctx.attr(call, "out_layout", layout), DATA_LAYOUT),
+    )
 
 
 def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
@@ -191,6 +224,8 @@ def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, 4, like=data)
+    d_perm, out_perm = _pool_perms(call, ctx)
+    d = tuple(to_canonical(d, d_perm))
     kh, kw = ctx.attr(call, "pool_size", (1, 1))
     sh, sw = ctx.attr(call, "strides", (1, 1))
     dh, dw = ctx.attr(call, "dilation", (1, 1))
@@ -204,7 +239,7 @@ def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
                 f"pool_size ({kh}, {kw}) does not fit data with shape {dims_text(data)}: the "
                 f"output {axis} would be {extent}"
             )
-    return tensor([d[0], d[1], out_h, out_w], data.dtype, like=data)
+    return tensor(from_canonical([d[0], d[1], out_h, out_w], out_perm), data.dtype, like=data)
 
 
 def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
@@ -214,11 +249,10 @@ def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, 4, like=data)
-    if output_size is None:
-        return tensor(d, data.dtype, like=data)
-    return tensor(
-        [d[0], d[1], IntImm(output_size[0]), IntImm(output_size[1])], data.dtype, like=data
-    )
+    d_perm, out_perm = _pool_perms(call, ctx)
+    d = tuple(to_canonical(d, d_perm))
+    size = d[2:] if output_size is None else [IntImm(output_size[0]), IntImm(output_size[1])]
+    return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)
 
 
 for _name in ACTIVATIONS:
@@ -262,12 +296,23 @@ _SPATIAL_ATTRS = {
     "padding": "(top, left, bottom, right)",
     "dilation": "(h, w)",
 }
+_POOL_LAYOUT_ATTRS = {
+    "layout": "data axes (a permutation of NCHW; stored when not NCHW)",
+    "out_layout": "result axes (default: layout; stored when not NCHW)",
+}
 register_op(
     "relax.nn.conv2d",
     num_inputs=2,
     infer=_infer_conv2d,
-    attrs={**_SPATIAL_ATTRS, "groups": "channel groups", "out_dtype": "result dtype"},
-    doc="2-d convolution, NCHW data and OIHW weight",
+    attrs={
+        **_SPATIAL_ATTRS,
+        "groups": "channel groups",
+        "out_dtype": "result dtype",
+        "data_layout": "data axes (a permutation of NCHW; stored when not NCHW)",
+        "kernel_layout": "weight axes (a permutation of OIHW; stored when not OIHW)",
+        "out_layout": "result axes (default: data_layout; stored when not NCHW)",
+    },
+    doc="2-d convolution (NCHW data and OIHW weight, or permutations of those axes)",
 )
 for _name in ("max_pool2d", "avg_pool2d"):
     register_op(
@@ -279,14 +324,15 @@ for _name in ("max_pool2d", "avg_pool2d"):
             "pool_size": "(h, w)",
             "ceil_mode": "round the output up",
             "count_include_pad": "average over the padded window (avg_pool2d)",
+            **_POOL_LAYOUT_ATTRS,
         },
-        doc=f"2-d {_name[:3]} pooling, NCHW",
+        doc=f"2-d {_name[:3]} pooling (NCHW, or a permutation of those axes)",
     )
 register_op(
     "relax.nn.adaptive_avg_pool2d",
     num_inputs=1,
     infer=_infer_adaptive_pool,
-    attrs={"output_size": "(h, w); None keeps the input size"},
+    attrs={"output_size": "(h, w); None keeps the input size", **_POOL_LAYOUT_ATTRS},
     doc="adaptive average pooling",
 )
 
@@ -364,11 +410,6 @@ def batch_norm(
     return make_call(name, [data, gamma, beta, moving_mean, moving_var], attrs)
 
 
-def _check_layout(name: str, layout: str, expected: str) -> None:
-    if layout != expected:
-        raise OpError(f"{name}: only the {expected} layout is supported, got {layout!r}")
-
-
 def conv2d(
     data: RelaxExpr,
     weight: RelaxExpr,
@@ -378,12 +419,21 @@ def conv2d(
     groups: int = 1,
     data_layout: str = "NCHW",
     kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
     out_dtype: str | DataType | None = None,
 ) -> Call:
-    """2-d convolution of NCHW ``data`` with an OIHW ``weight``."""
+    """2-d convolution of ``data`` with ``weight``: NCHW and OIHW, or any permutation of
+    those axes (``data_layout="NHWC"``, ``kernel_layout="HWIO"``); the result is in
+    ``out_layout`` (default: ``data_layout``)."""
     name = "relax.nn.conv2d"
-    _check_layout(name, data_layout, "NCHW")
-    _check_layout(name, kernel_layout, "OIHW")
+    layouts = layout_attrs(
+        name,
+        {
+            "data_layout": (data_layout, DATA_LAYOUT),
+            "kernel_layout": (kernel_layout, KERNEL_LAYOUT),
+            "out_layout": (data_layout if out_layout is None else out_layout, DATA_LAYOUT),
+        },
+    )
     groups = as_int(name, "groups", groups)
     if groups < 1:
         raise OpError(f"{name}: groups must be >= 1, got {groups}")
@@ -393,6 +443,7 @@ def conv2d(
         "dilation": _pair(name, "dilation", dilation),
         "groups": groups,
         "out_dtype": dtype_attr(name, out_dtype),
+        **layouts,
     }
     return make_call(name, [data, weight], attrs)
 
@@ -409,9 +460,13 @@ def _pool(
     layout: str,
     out_layout: str | None,
 ) -> Call:
-    _check_layout(name, layout, "NCHW")
-    if out_layout is not None:
-        _check_layout(name, out_layout, "NCHW")
+    layouts = layout_attrs(
+        name,
+        {
+            "layout": (layout, DATA_LAYOUT),
+            "out_layout": (layout if out_layout is None else out_layout, DATA_LAYOUT),
+        },
+    )
     attrs = {
         "pool_size": _pair(name, "pool_size", pool_size),
         "strides": _pair(name, "strides", strides),
@@ -419,6 +474,7 @@ def _pool(
         "dilation": _pair(name, "dilation", dilation),
         "ceil_mode": bool(ceil_mode),
         "count_include_pad": bool(count_include_pad),
+        **layouts,
     }
     return make_call(name, [data], attrs)
 
@@ -462,15 +518,26 @@ def avg_pool2d(
 
 
 def adaptive_avg_pool2d(
-    data: RelaxExpr, output_size: int | Sequence[int] | None = None, layout: str = "NCHW"
+    data: RelaxExpr,
+    output_size: int | Sequence[int] | None = None,
+    layout: str = "NCHW",
+    out_layout: str | None = None,
 ) -> Call:
-    """Average pooling to a fixed ``output_size`` (the input size when None)."""
+    """Average pooling to a fixed ``output_size`` (the input size when None); NCHW ``data``
+    or a permutation of those axes (``layout``), the result in ``out_layout`` (default:
+    ``layout``)."""
     name = "relax.nn.adaptive_avg_pool2d"
-    _check_layout(name, layout, "NCHW")
+    layouts = layout_attrs(
+        name,
+        {
+            "layout": (layout, DATA_LAYOUT),
+            "out_layout": (layout if out_layout is None else out_layout, DATA_LAYOUT),
+        },
+    )
     size = None if output_size is None else _pair(name, "output_size", output_size)
     if size is not None and any(v < 1 for v in size):
         raise OpError(f"{name}: output_size entries must be >= 1, got {list(size)}")
-    return make_call(name, [data], {"output_size": size})
+    return make_call(name, [data], {"output_size": size, **layouts})
 
 
 # The parameterised activations, dropout, pad and the channel norms live in their own modules
