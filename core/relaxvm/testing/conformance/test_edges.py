@@ -80,6 +80,7 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
     "mean[axis1]-int32": {"int-extremes": _WIDENED_INT},
     "variance[axis1]-int32": {"int-extremes": _WIDENED_INT},
     "nn.conv2d-int32": {"int-extremes": _WIDENED_INT},
+    "nn.conv2d[nhwc]-int32": {"int-extremes": _WIDENED_INT},
     "sum[wide]-int32": {"int-extremes": _WIDENED_INT},
     "matmul[wide]-int32": {"int-extremes": _WIDENED_INT},
     "power-int32": dict.fromkeys(("int-extremes", "zero-minus-one"), _INT_POWER),
