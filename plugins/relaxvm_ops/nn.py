@@ -32,7 +32,7 @@ from ._kernel import (
     tensor_arg,
 )
 from .elementwise import cast_to
-from .nn_layouts import CONV2D_LAYOUTS, POOL2D_LAYOUTS, in_any_layout
+from .nn_layouts import conv_layouts, in_any_layout, pool_layouts
 from .reduction import normalize_axes
 
 __all__: list[str] = []
@@ -160,7 +160,7 @@ def _in_bounds(ih: PrimExpr, iw: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr
 
 
 @legalizes("relax.nn.conv2d")
-@in_any_layout(CONV2D_LAYOUTS)
+@in_any_layout(conv_layouts)
 def legalize_conv2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """A zero-padding stage, then ``sum over (rc, ry, rx)`` of ``pad * weight`` per group."""
     d_shape = shape_of(tensor_arg(call, 0, "data"))
@@ -221,7 +221,7 @@ def _pool_setup(call: Call) -> tuple[list[PrimExpr], list[PrimExpr], Any, Any]:
 
 
 @legalizes("relax.nn.max_pool2d")
-@in_any_layout(POOL2D_LAYOUTS)
+@in_any_layout(pool_layouts)
 def legalize_max_pool2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """The maximum over each window; padding (and ceil_mode overhang) never wins."""
     d_shape, out_shape, (kh, kw), ((sh, sw), (dh, dw), pads) = _pool_setup(call)
@@ -248,7 +248,7 @@ def legalize_max_pool2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 @legalizes("relax.nn.avg_pool2d")
-@in_any_layout(POOL2D_LAYOUTS)
+@in_any_layout(pool_layouts)
 def legalize_avg_pool2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """The mean over each window.
 
@@ -307,7 +307,7 @@ def legalize_avg_pool2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 @legalizes("relax.nn.adaptive_avg_pool2d")
-@in_any_layout(POOL2D_LAYOUTS)
+@in_any_layout(pool_layouts)
 def legalize_adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """Output cell ``(i, j)`` averages rows ``[i*H//OH, ceil((i+1)*H/OH))`` and the same for
     columns (windows of varying size, as PyTorch and TVM define them)."""

@@ -32,6 +32,7 @@ from ._kernel import (
 )
 from .elementwise import cast_to
 from .nn import _lowest
+from .nn_layouts import conv_layouts, in_any_layout, pool_layouts
 
 __all__: list[str] = []
 
@@ -48,6 +49,7 @@ def _all(conditions: Sequence[PrimExpr]) -> PrimExpr:
 
 
 @legalizes("relax.nn.conv1d", "relax.nn.conv3d")
+@in_any_layout(conv_layouts)
 def legalize_conv_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """A zero-padding stage, then ``sum over (rc, rk...)`` of ``pad * weight`` per group."""
     d_shape = shape_of(tensor_arg(call, 0, "data"))
@@ -162,6 +164,7 @@ def _pool_setup(call: Call) -> tuple[list[PrimExpr], list[PrimExpr], int, Any, A
 
 
 @legalizes("relax.nn.max_pool1d", "relax.nn.max_pool3d")
+@in_any_layout(pool_layouts)
 def legalize_max_pool_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """The maximum over each window; padding (and ceil_mode overhang) never wins."""
     d_shape, out_shape, rank, sizes, strides, dilation, pads = _pool_setup(call)
@@ -186,6 +189,7 @@ def legalize_max_pool_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 @legalizes("relax.nn.avg_pool1d", "relax.nn.avg_pool3d")
+@in_any_layout(pool_layouts)
 def legalize_avg_pool_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """The mean over each window; the divisor counts the data (and, with
     ``count_include_pad``, the padding) inside the window, never the ceil_mode overhang."""
@@ -235,6 +239,7 @@ def legalize_avg_pool_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 @legalizes("relax.nn.adaptive_avg_pool1d", "relax.nn.adaptive_avg_pool3d")
+@in_any_layout(pool_layouts)
 def legalize_adaptive_avg_pool_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """Output cell ``i`` of each axis averages ``[i*S//OS, ceil((i+1)*S/OS))``."""
     d_shape = shape_of(tensor_arg(call, 0, "data"))

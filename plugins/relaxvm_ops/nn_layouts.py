@@ -1,8 +1,9 @@
-"""Legalizing 2-d spatial ops in any data layout: transposes around the canonical kernel.
+"""Legalizing spatial ops in any data layout: transposes around the canonical kernel.
 
-``relax.nn.conv2d`` with ``data_layout="NHWC"``, ``kernel_layout="HWIO"`` (or the 2-d pools
-with ``layout="NHWC"``) becomes: each operand not in its canonical layout transposed to it
-(``NCHW``, ``OIHW``), the op's canonical kernel, and the result transposed to ``out_layout``.
+``relax.nn.conv2d`` with ``data_layout="NHWC"``, ``kernel_layout="HWIO"`` (or a pool with
+``layout="NHWC"``, and the 1-d and 3-d ops alike) becomes: each operand not in its canonical
+layout transposed to it (``NCHW``, ``OIHW``...), the op's canonical kernel, and the result
+transposed to ``out_layout``.
 The transposes are ordinary injective kernels that fusion merges with their neighbours, and the
 canonical kernels keep their schedules. A call in the canonical layouts is legalized as before.
 """
@@ -16,12 +17,12 @@ from relaxvm.ir.relax import BlockBuilder, Call
 from relaxvm.ir.relax._base import RelaxExpr
 from relaxvm.ir.relax.op._common import make_call
 from relaxvm.ir.relax.op.manipulate import permute_dims
-from relaxvm.ir.relax.op.nn_layout import DATA_LAYOUT, KERNEL_LAYOUT, layout_perm
+from relaxvm.ir.relax.op.nn_layout import DATA_LAYOUTS, kernel_layout_of, layout_perm
 
 from ._kernel import attr, op_name
 from .manipulate import legalize_permute_dims
 
-__all__ = ["CONV2D_LAYOUTS", "POOL2D_LAYOUTS", "LayoutSpec", "in_any_layout"]
+__all__ = ["LayoutSpec", "conv_layouts", "in_any_layout", "pool_layouts"]
 
 Legalization = Callable[[BlockBuilder, Call], RelaxExpr]
 
@@ -36,16 +37,34 @@ class LayoutSpec:
     out_attr: str = "out_layout"
 
 
-CONV2D_LAYOUTS = LayoutSpec((("data_layout", DATA_LAYOUT), ("kernel_layout", KERNEL_LAYOUT)))
-POOL2D_LAYOUTS = LayoutSpec((("layout", DATA_LAYOUT),))
+def _rank(call: Call) -> int:
+    name = op_name(call)
+    return next(r for r in (1, 2, 3) if f"{r}d" in name)
 
 
-def in_any_layout(spec: LayoutSpec) -> Callable[[Legalization], Legalization]:
-    """Decorator: the legalization of the canonical layouts, extended to every layout."""
+def conv_layouts(call: Call) -> LayoutSpec:
+    """The layouts of a convolution call of any spatial rank."""
+    rank = _rank(call)
+    return LayoutSpec(
+        (("data_layout", DATA_LAYOUTS[rank]), ("kernel_layout", kernel_layout_of(rank)))
+    )
+
+
+def pool_layouts(call: Call) -> LayoutSpec:
+    """The layouts of a pooling call of any spatial rank."""
+    return LayoutSpec((("layout", DATA_LAYOUTS[_rank(call)]),))
+
+
+def in_any_layout(
+    layouts: Callable[[Call], LayoutSpec],
+) -> Callable[[Legalization], Legalization]:
+    """Decorator: the legalization of the canonical layouts, extended to every layout
+    (``layouts(call)`` says which attributes hold them)."""
 
     def wrap(canonical: Legalization) -> Legalization:
         def legalize(bb: BlockBuilder, call: Call) -> RelaxExpr:
             name = op_name(call)
+            spec = layouts(call)
             first = spec.operands[0]
             assert first is not None
             data_layout = attr(call, first[0], first[1])
@@ -54,7 +73,7 @@ def in_any_layout(spec: LayoutSpec) -> Callable[[Legalization], Legalization]:
                 for entry in spec.operands
             ]
             out_perm = layout_perm(
-                name, spec.out_attr, attr(call, spec.out_attr, data_layout), DATA_LAYOUT
+                name, spec.out_attr, attr(call, spec.out_attr, data_layout), first[1]
             )
             if out_perm is None and all(p is None for p in perms):
                 return canonical(bb, call)

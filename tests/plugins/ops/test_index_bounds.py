@@ -16,6 +16,7 @@ from relaxvm.errors import VMIndexError
 from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var
 from relaxvm.ir.relax import op as rop
 from relaxvm.ir.tir import intrin as T
+from relaxvm.registry.extensions import get_target_kind
 from relaxvm.testing import (
     interpreter_target,
     missing_device_reason,
@@ -25,6 +26,12 @@ from relaxvm.testing import (
 
 TARGETS = [*real_target_kinds(), "interp"]
 EXEC_MODES = ["bytecode", "compiled"]
+
+
+def _device(name: str) -> relaxvm.Device:
+    """The device target kind ``name`` runs its kernels on (the VM's; CPU inputs are copied
+    there by the VM)."""
+    return relaxvm.device(get_target_kind(name).device)
 
 
 @contextlib.contextmanager
@@ -61,7 +68,7 @@ def _run_take(
     mod = _take_module(x.shape, idx.shape, axis, str(idx.dtype))
     with _target(target):
         ex = relaxvm.compile(mod, target=target, exec_mode=exec_mode)
-        vm = relaxvm.VirtualMachine(ex, relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(ex, _device(target))
         out = vm["main"](relaxvm.tensor(x), relaxvm.tensor(idx))
         result = out.numpy()
         # The VM stays usable after a failed call: the same executable runs again.
@@ -122,7 +129,7 @@ def test_take_from_an_empty_axis_raises(target: str) -> None:
 def test_vm_stays_usable_after_a_bad_index(target: str) -> None:
     mod = _take_module((5, 3), (2,), 0, "int64")
     with _target(target):
-        vm = relaxvm.VirtualMachine(relaxvm.compile(mod, target=target), relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(relaxvm.compile(mod, target=target), _device(target))
         x = relaxvm.tensor(X)
         with pytest.raises(VMIndexError):
             vm["main"](x, relaxvm.tensor(np.array([0, 7], dtype="int64")))
@@ -155,7 +162,7 @@ def test_take_fused_with_its_consumer_still_checks(target: str) -> None:
             out = bb.emit_output(rop.add(rop.exp(picked), picked))
         bb.emit_func_output(out)
     with _target(target):
-        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), _device(target))
         good = np.array([[4, -5], [0, 2]], dtype="int64")
         got = vm["main"](relaxvm.tensor(X), relaxvm.tensor(good)).numpy()
         taken = np.take(X, good, axis=0)
@@ -185,7 +192,7 @@ def test_take_with_symbolic_shapes(target: str) -> None:
     with bb.function("main", [x, i]):
         bb.emit_func_output(bb.emit(rop.take(x, i, axis=0)))
     with _target(target):
-        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), _device(target))
         rng = np.random.default_rng(3)
         for rows, count in [(5, 0), (5, 1), (7, 33), (2, 100)]:
             data = rng.standard_normal((rows, 3)).astype("float32")
@@ -224,7 +231,7 @@ def test_one_dimensional_gather_checks_while_gathering(target: str) -> None:
     with bb.function("main", [table, i]):
         bb.emit_func_output(bb.emit(rop.take(table, i, axis=0)))
     with _target(target):
-        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(relaxvm.compile(bb.get(), target=target), _device(target))
         rng = np.random.default_rng(7)
         data = rng.standard_normal(50).astype("float32")
         for count in (1, 31, 33, 1000):

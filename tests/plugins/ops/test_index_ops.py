@@ -18,6 +18,7 @@ from relaxvm.errors import VMIndexError
 from relaxvm.ir import Var as SymVar
 from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var
 from relaxvm.ir.relax import op as rop
+from relaxvm.registry.extensions import get_target_kind
 from relaxvm.testing import (
     interpreter_target,
     missing_device_reason,
@@ -27,6 +28,12 @@ from relaxvm.testing import (
 
 TARGETS = [*real_target_kinds(), "interp"]
 EXEC_MODES = ["bytecode", "compiled"]
+
+
+def _device(name: str) -> relaxvm.Device:
+    """The device target kind ``name`` runs its kernels on (the VM's; CPU inputs are copied
+    there by the VM)."""
+    return relaxvm.device(get_target_kind(name).device)
 
 
 @contextlib.contextmanager
@@ -60,7 +67,7 @@ def _run(
         bb.emit_func_output(out)
     with _target(target):
         ex = relaxvm.compile(bb.get(), target=target, exec_mode=exec_mode)
-        vm = relaxvm.VirtualMachine(ex, relaxvm.cpu())
+        vm = relaxvm.VirtualMachine(ex, _device(target))
         result: np.ndarray = vm["main"](*[relaxvm.tensor(a) for a in arrays]).numpy()
     return result
 

@@ -261,3 +261,30 @@ def test_pools_in_nhwc(kind: str) -> None:
         want = _pool_ref(x, 3, 2, (1,) * 4, False, kind)
     got = run(build, [("x", x_nhwc.shape, "float32")], [x_nhwc])
     np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("rank", "data_layout", "kernel_layout"), [(1, "NWC", "WIO"), (3, "NDHWC", "DHWIO")]
+)
+def test_conv1d_and_conv3d_in_channel_last_layouts(
+    rank: int, data_layout: str, kernel_layout: str
+) -> None:
+    canonical, kernel = ("NCW", "OIW") if rank == 1 else ("NCDHW", "OIDHW")
+    spatial = (5,) * rank
+    x, w = _f32(2, 3, *spatial), _f32(4, 3, *(2,) * rank)
+    x_in = np.ascontiguousarray(x.transpose([canonical.index(a) for a in data_layout]))
+    w_in = np.ascontiguousarray(w.transpose([kernel.index(a) for a in kernel_layout]))
+    conv = op.nn.conv1d if rank == 1 else op.nn.conv3d
+    got = run(
+        lambda d, k: conv(d, k, data_layout=data_layout, kernel_layout=kernel_layout),
+        [("x", x_in.shape, "float32"), ("w", w_in.shape, "float32")],
+        [x_in, w_in],
+    )
+    want = run(conv, [("x", x.shape, "float32"), ("w", w.shape, "float32")], [x, w])
+    order = [canonical.index(a) for a in data_layout]
+    np.testing.assert_allclose(got, want.transpose(order), rtol=1e-5, atol=1e-5)
+    pool = op.nn.max_pool1d if rank == 1 else op.nn.max_pool3d
+    got = run(lambda d: pool(d, pool_size=2, layout=data_layout), [("x", x_in.shape, "float32")],
+              [x_in])  # fmt: skip
+    want = run(lambda d: pool(d, pool_size=2), [("x", x.shape, "float32")], [x])
+    np.testing.assert_allclose(got, want.transpose(order), rtol=1e-6)

@@ -28,11 +28,11 @@ from ._common import (
     unify_dtypes,
 )
 from .nn_layout import (
-    DATA_LAYOUT,
-    KERNEL_LAYOUT,
+    conv_layout_attrs,
+    conv_perms,
     from_canonical,
-    layout_attrs,
-    layout_perm,
+    pool_layout_attrs,
+    pool_perms,
     to_canonical,
 )
 from .registry import InferContext, OpError, register_op
@@ -167,7 +167,7 @@ def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
         return tensor(None, dtype, 4, like=data)
-    d_perm, w_perm, out_perm = _conv_perms(call, ctx)
+    d_perm, w_perm, out_perm = conv_perms(call, ctx, 2)
     d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     expected_in = ctx.analyzer.simplify(mul(w[1], groups))
@@ -195,36 +195,13 @@ def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
     return tensor(from_canonical([d[0], w[0], out_h, out_w], out_perm), dtype, like=data)
 
 
-def _conv_perms(call: Call, ctx: InferContext) -> tuple[Any, Any, Any]:
-    """The data, kernel and output layouts of a conv2d call as permutations (None: canonical)."""
-    name = "relax.nn.conv2d"
-    data_layout = ctx.attr(call, "data_layout", DATA_LAYOUT)
-    return (
-        layout_perm(name, "data_layout", data_layout, DATA_LAYOUT),
-        layout_perm(
-            name, "kernel_layout", ctx.attr(call, "kernel_layout", KERNEL_LAYOUT), KERNEL_LAYOUT
-        ),
-        layout_perm(name, "out_layout", ctx.attr(call, "out_layout", data_layout), DATA_LAYOUT),
-    )
-
-
-def _pool_perms(call: Call, ctx: InferContext) -> tuple[Any, Any]:
-    """The data and output layouts of a 2-d pool call as permutations (None: canonical)."""
-    name = str(call.op.name) if hasattr(call.op, "name") else "pool"
-    layout = ctx.attr(call, "layout", DATA_LAYOUT)
-    return (
-        layout_perm(name, "layout", layout, DATA_LAYOUT),
-        layout_perm(name, "out_layout", ctx.attr(call, "out_layout", layout), DATA_LAYOUT),
-    )
-
-
 def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
     _require_rank4(ctx, data, "data")
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, 4, like=data)
-    d_perm, out_perm = _pool_perms(call, ctx)
+    d_perm, out_perm = pool_perms(call, ctx, 2)
     d = tuple(to_canonical(d, d_perm))
     kh, kw = ctx.attr(call, "pool_size", (1, 1))
     sh, sw = ctx.attr(call, "strides", (1, 1))
@@ -249,7 +226,7 @@ def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, 4, like=data)
-    d_perm, out_perm = _pool_perms(call, ctx)
+    d_perm, out_perm = pool_perms(call, ctx, 2)
     d = tuple(to_canonical(d, d_perm))
     size = d[2:] if output_size is None else [IntImm(output_size[0]), IntImm(output_size[1])]
     return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)
@@ -426,14 +403,7 @@ def conv2d(
     those axes (``data_layout="NHWC"``, ``kernel_layout="HWIO"``); the result is in
     ``out_layout`` (default: ``data_layout``)."""
     name = "relax.nn.conv2d"
-    layouts = layout_attrs(
-        name,
-        {
-            "data_layout": (data_layout, DATA_LAYOUT),
-            "kernel_layout": (kernel_layout, KERNEL_LAYOUT),
-            "out_layout": (data_layout if out_layout is None else out_layout, DATA_LAYOUT),
-        },
-    )
+    layouts = conv_layout_attrs(name, 2, data_layout, kernel_layout, out_layout)
     groups = as_int(name, "groups", groups)
     if groups < 1:
         raise OpError(f"{name}: groups must be >= 1, got {groups}")
@@ -460,13 +430,7 @@ def _pool(
     layout: str,
     out_layout: str | None,
 ) -> Call:
-    layouts = layout_attrs(
-        name,
-        {
-            "layout": (layout, DATA_LAYOUT),
-            "out_layout": (layout if out_layout is None else out_layout, DATA_LAYOUT),
-        },
-    )
+    layouts = pool_layout_attrs(name, 2, layout, out_layout)
     attrs = {
         "pool_size": _pair(name, "pool_size", pool_size),
         "strides": _pair(name, "strides", strides),
@@ -527,13 +491,7 @@ def adaptive_avg_pool2d(
     or a permutation of those axes (``layout``), the result in ``out_layout`` (default:
     ``layout``)."""
     name = "relax.nn.adaptive_avg_pool2d"
-    layouts = layout_attrs(
-        name,
-        {
-            "layout": (layout, DATA_LAYOUT),
-            "out_layout": (layout if out_layout is None else out_layout, DATA_LAYOUT),
-        },
-    )
+    layouts = pool_layout_attrs(name, 2, layout, out_layout)
     size = None if output_size is None else _pair(name, "output_size", output_size)
     if size is not None and any(v < 1 for v in size):
         raise OpError(f"{name}: output_size entries must be >= 1, got {list(size)}")

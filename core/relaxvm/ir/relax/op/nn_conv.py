@@ -28,6 +28,14 @@ from ._common import (
     tensor,
     unify_dtypes,
 )
+from .nn_layout import (
+    conv_layout_attrs,
+    conv_perms,
+    from_canonical,
+    pool_layout_attrs,
+    pool_perms,
+    to_canonical,
+)
 from .registry import InferContext, OpError, register_op
 
 __all__ = [
@@ -69,11 +77,6 @@ def _padding(name: str, value: Any, rank: int) -> tuple[int, ...]:
     if any(p < 0 for p in pads):
         raise OpError(f"{name}: padding entries must be >= 0, got {list(pads)}")
     return pads
-
-
-def _check_layout(name: str, param: str, layout: str, expected: str) -> None:
-    if layout != expected:
-        raise OpError(f"{name}: only the {expected} {param} is supported, got {layout!r}")
 
 
 def _groups(name: str, groups: Any) -> int:
@@ -150,6 +153,8 @@ def _infer_conv(call: Call, ctx: InferContext) -> StructInfo:
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
         return tensor(None, dtype, rank + 2, like=data)
+    d_perm, w_perm, out_perm = conv_perms(call, ctx, rank)
+    d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     expected = ctx.analyzer.simplify(mul(w[1], groups))
     why = f"weight with shape {dims_text(weight)} expects {w[1]} x groups={groups} = {expected}"
@@ -169,7 +174,7 @@ def _infer_conv(call: Call, ctx: InferContext) -> StructInfo:
         for a in range(rank)
     ]
     _check_extents(ctx, extents, rank, f"the kernel with shape {dims_text(weight)}", data)
-    return tensor([d[0], w[0], *extents], dtype, like=data)
+    return tensor(from_canonical([d[0], w[0], *extents], out_perm), dtype, like=data)
 
 
 def _infer_pool(call: Call, ctx: InferContext) -> StructInfo:
@@ -179,6 +184,8 @@ def _infer_pool(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, rank + 2, like=data)
+    d_perm, out_perm = pool_perms(call, ctx, rank)
+    d = tuple(to_canonical(d, d_perm))
     sizes = ctx.attr(call, "pool_size", (1,) * rank)
     strides = ctx.attr(call, "strides", (1,) * rank)
     dilation = ctx.attr(call, "dilation", (1,) * rank)
@@ -198,7 +205,7 @@ def _infer_pool(call: Call, ctx: InferContext) -> StructInfo:
         for a in range(rank)
     ]
     _check_extents(ctx, extents, rank, f"pool_size {tuple(sizes)}", data)
-    return tensor([d[0], d[1], *extents], data.dtype, like=data)
+    return tensor(from_canonical([d[0], d[1], *extents], out_perm), data.dtype, like=data)
 
 
 def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
@@ -209,9 +216,10 @@ def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None:
         return tensor(None, data.dtype, rank + 2, like=data)
-    if output_size is None:
-        return tensor(d, data.dtype, like=data)
-    return tensor([d[0], d[1], *(IntImm(v) for v in output_size)], data.dtype, like=data)
+    d_perm, out_perm = pool_perms(call, ctx, rank)
+    d = tuple(to_canonical(d, d_perm))
+    size = d[2:] if output_size is None else tuple(IntImm(v) for v in output_size)
+    return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)
 
 
 def register_window_ops(rank: int, axes: str, padding: str, weight_layout: str) -> None:
@@ -219,12 +227,23 @@ def register_window_ops(rank: int, axes: str, padding: str, weight_layout: str) 
     ``adaptive_avg_pool{rank}d`` (channel-first layouts), sharing this module's inference."""
     layout = _LAYOUTS[rank]
     window = {"strides": axes, "padding": padding, "dilation": axes}
+    pool_layouts = {
+        "layout": f"data axes (a permutation of {layout}; stored when not {layout})",
+        "out_layout": "result axes (default: layout)",
+    }
     register_op(
         f"relax.nn.conv{rank}d",
         num_inputs=2,
         infer=_infer_conv,
-        attrs={**window, "groups": "channel groups", "out_dtype": "result dtype"},
-        doc=f"{rank}-d convolution, {layout} data and {weight_layout} weight",
+        attrs={
+            **window,
+            "groups": "channel groups",
+            "out_dtype": "result dtype",
+            "data_layout": f"data axes (a permutation of {layout}; stored when not {layout})",
+            "kernel_layout": f"weight axes (a permutation of {weight_layout})",
+            "out_layout": "result axes (default: data_layout)",
+        },
+        doc=f"{rank}-d convolution, {layout} data and {weight_layout} weight (or permutations)",
     )
     for kind in ("max", "avg"):
         register_op(
@@ -236,6 +255,7 @@ def register_window_ops(rank: int, axes: str, padding: str, weight_layout: str) 
                 "pool_size": axes,
                 "ceil_mode": "round the output up",
                 "count_include_pad": "average over the padded window",
+                **pool_layouts,
             },
             doc=f"{rank}-d {kind} pooling, {layout}",
         )
@@ -243,7 +263,7 @@ def register_window_ops(rank: int, axes: str, padding: str, weight_layout: str) 
         f"relax.nn.adaptive_avg_pool{rank}d",
         num_inputs=1,
         infer=_infer_adaptive_pool,
-        attrs={"output_size": f"{axes}; None keeps the input size"},
+        attrs={"output_size": f"{axes}; None keeps the input size", **pool_layouts},
         doc=f"{rank}-d adaptive average pooling, {layout}",
     )
 
@@ -277,7 +297,8 @@ def conv1d(
     groups : int
         Channel groups; ``C`` and ``O`` are multiples of it.
     data_layout, kernel_layout, out_layout : str
-        Only ``"NCW"``, ``"OIW"`` and ``"NCW"`` (or None) are supported.
+        Permutations of ``"NCW"``, ``"OIW"`` and ``"NCW"`` (``out_layout`` None: the data
+        layout).
     out_dtype : str or DataType, optional
         The result (and accumulation) dtype; by default the operands' dtype.
 
@@ -287,15 +308,14 @@ def conv1d(
         A ``relax.nn.conv1d`` call of shape ``(N, O, out_w)``.
     """
     name = "relax.nn.conv1d"
-    _check_layout(name, "data_layout", data_layout, "NCW")
-    _check_layout(name, "kernel_layout", kernel_layout, "OIW")
-    _check_layout(name, "out_layout", out_layout or data_layout, "NCW")
+    layouts = conv_layout_attrs(name, 1, data_layout, kernel_layout, out_layout)
     attrs = {
         "strides": _spatial(name, "strides", strides, 1),
         "padding": _padding(name, padding, 1),
         "dilation": _spatial(name, "dilation", dilation, 1),
         "groups": _groups(name, groups),
         "out_dtype": dtype_attr(name, out_dtype),
+        **layouts,
     }
     return make_call(name, [data, weight], attrs)
 
@@ -310,9 +330,7 @@ def _pool(
     layouts: tuple[str, str | None],
 ) -> Call:
     """A pooling call; ``window`` is (pool_size, strides, padding, dilation)."""
-    layout, out_layout = layouts
-    _check_layout(name, "layout", layout, _LAYOUTS[rank])
-    _check_layout(name, "out_layout", out_layout or layout, _LAYOUTS[rank])
+    stored = pool_layout_attrs(name, rank, *layouts)
     pool_size, strides, padding, dilation = window
     attrs = {
         "pool_size": _spatial(name, "pool_size", pool_size, rank),
@@ -321,6 +339,7 @@ def _pool(
         "dilation": _spatial(name, "dilation", dilation, rank),
         "ceil_mode": bool(ceil_mode),
         "count_include_pad": bool(count_include_pad),
+        **stored,
     }
     return make_call(name, [data], attrs)
 
@@ -372,7 +391,7 @@ def avg_pool1d(
     count_include_pad : bool
         Divide by the window size including padding (never the ceil_mode overhang).
     layout, out_layout : str
-        Only ``"NCW"``.
+        Permutations of ``"NCW"`` (``out_layout`` None: ``layout``).
 
     Returns
     -------
@@ -396,7 +415,6 @@ def adaptive_avg_pool1d(
     Output column ``j`` averages columns ``[j*W//OW, ceil((j+1)*W/OW))``.
     """
     name = "relax.nn.adaptive_avg_pool1d"
-    _check_layout(name, "layout", layout, "NCW")
-    _check_layout(name, "out_layout", out_layout or layout, "NCW")
+    layouts = pool_layout_attrs(name, 1, layout, out_layout)
     size = None if output_size is None else _spatial(name, "output_size", output_size, 1)
-    return make_call(name, [data], {"output_size": size})
+    return make_call(name, [data], {"output_size": size, **layouts})

@@ -11,13 +11,13 @@ from .._base import RelaxExpr
 from ..expr import Call
 from ._common import dtype_attr, make_call
 from .nn_conv import (
-    _check_layout,
     _groups,
     _padding,
     _pool,
     _spatial,
     register_window_ops,
 )
+from .nn_layout import conv_layout_attrs, pool_layout_attrs
 
 __all__ = ["adaptive_avg_pool3d", "avg_pool3d", "conv3d", "max_pool3d"]
 
@@ -49,7 +49,8 @@ def conv3d(
     groups : int
         Channel groups.
     data_layout, kernel_layout, out_layout : str
-        Only ``"NCDHW"``, ``"OIDHW"`` and ``"NCDHW"`` (or None).
+        Permutations of ``"NCDHW"``, ``"OIDHW"`` and ``"NCDHW"`` (``out_layout`` None: the
+        data layout).
     out_dtype : str or DataType, optional
         The result (and accumulation) dtype; by default the operands' dtype.
 
@@ -59,15 +60,14 @@ def conv3d(
         A ``relax.nn.conv3d`` call of shape ``(N, O, out_d, out_h, out_w)``.
     """
     name = "relax.nn.conv3d"
-    _check_layout(name, "data_layout", data_layout, "NCDHW")
-    _check_layout(name, "kernel_layout", kernel_layout, "OIDHW")
-    _check_layout(name, "out_layout", out_layout or data_layout, "NCDHW")
+    layouts = conv_layout_attrs(name, 3, data_layout, kernel_layout, out_layout)
     attrs = {
         "strides": _spatial(name, "strides", strides, 3),
         "padding": _padding(name, padding, 3),
         "dilation": _spatial(name, "dilation", dilation, 3),
         "groups": _groups(name, groups),
         "out_dtype": dtype_attr(name, out_dtype),
+        **layouts,
     }
     return make_call(name, [data, weight], attrs)
 
@@ -138,7 +138,6 @@ def adaptive_avg_pool3d(
     """Average pooling of NCDHW ``data`` to ``output_size`` (the input size when None); cell
     ``i`` of an axis averages ``[i*S//OS, ceil((i+1)*S/OS))``."""
     name = "relax.nn.adaptive_avg_pool3d"
-    _check_layout(name, "layout", layout, "NCDHW")
-    _check_layout(name, "out_layout", out_layout or layout, "NCDHW")
+    layouts = pool_layout_attrs(name, 3, layout, out_layout)
     size = None if output_size is None else _spatial(name, "output_size", output_size, 3)
-    return make_call(name, [data], {"output_size": size})
+    return make_call(name, [data], {"output_size": size, **layouts})

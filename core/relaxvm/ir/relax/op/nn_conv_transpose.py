@@ -17,7 +17,6 @@ from .nn_conv import (
     _LAYOUTS,
     _check_channels,
     _check_extents,
-    _check_layout,
     _conv_dtype,
     _groups,
     _padding,
@@ -27,6 +26,12 @@ from .nn_conv import (
 from .registry import InferContext, OpError, register_op
 
 __all__ = ["conv1d_transpose", "conv2d_transpose"]
+
+
+def _check_layout(name: str, param: str, layout: str, expected: str) -> None:
+    # Transposed convolutions stay channel-first (the other spatial ops take any permutation).
+    if layout != expected:
+        raise OpError(f"{name}: only the {expected} {param} is supported, got {layout!r}")
 
 
 def _rank_of(call: Call) -> int:

@@ -1,10 +1,10 @@
-"""Data layouts of the 2-d spatial ops (``conv2d``, the 2-d pools): TVM's ``data_layout``,
-``kernel_layout``, ``layout`` and ``out_layout`` attributes.
+"""Data layouts of the spatial ops (convolutions and pools, 1-d to 3-d): TVM's
+``data_layout``, ``kernel_layout``, ``layout`` and ``out_layout`` attributes.
 
 A layout names the axes of a tensor by letter: ``"NCHW"`` (batch, channels, height, width) is
 the canonical data layout and ``"OIHW"`` (output channels, input channels, kernel height and
-width) the canonical kernel layout; any permutation of the same letters is accepted
-(``"NHWC"``, ``"HWIO"``, ``"OHWI"``...). TVM's packed layouts (``"NCHW4c"``) are refused with a
+width) the canonical kernel layout (``NCW``/``OIW`` and ``NCDHW``/``OIDHW`` for 1-d and 3-d);
+any permutation of the same letters is accepted (``"NHWC"``, ``"HWIO"``, ``"NDHWC"``...). TVM's packed layouts (``"NCHW4c"``) are refused with a
 message saying so. A call stores its layout attributes only when one of them is not canonical,
 so canonical calls print and compare as before. Struct info is inferred on the canonical
 view and permuted back; legalization (``relaxvm_ops``) transposes around the canonical kernel.
@@ -19,10 +19,16 @@ from .registry import OpError
 
 __all__ = [
     "DATA_LAYOUT",
+    "DATA_LAYOUTS",
     "KERNEL_LAYOUT",
+    "conv_layout_attrs",
+    "conv_perms",
     "from_canonical",
+    "kernel_layout_of",
     "layout_attrs",
     "layout_perm",
+    "pool_layout_attrs",
+    "pool_perms",
     "to_canonical",
 ]
 
@@ -80,3 +86,63 @@ def layout_attrs(op: str, layouts: Mapping[str, tuple[Any, str]]) -> dict[str, s
     if all(perm is None for perm in perms):
         return {}
     return {name: str(value) for name, (value, _) in layouts.items()}
+
+
+#: The channel-first data layout of each spatial rank.
+DATA_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def kernel_layout_of(rank: int) -> str:
+    """The canonical kernel layout of a spatial rank (``OIW``, ``OIHW``, ``OIDHW``)."""
+    return "OI" + DATA_LAYOUTS[rank][2:]
+
+
+def conv_layout_attrs(
+    op: str, rank: int, data_layout: Any, kernel_layout: Any, out_layout: Any
+) -> dict[str, str]:
+    """The layout attributes of a convolution call (see :func:`layout_attrs`)."""
+    canonical = DATA_LAYOUTS[rank]
+    return layout_attrs(
+        op,
+        {
+            "data_layout": (data_layout, canonical),
+            "kernel_layout": (kernel_layout, kernel_layout_of(rank)),
+            "out_layout": (data_layout if out_layout is None else out_layout, canonical),
+        },
+    )
+
+
+def pool_layout_attrs(op: str, rank: int, layout: Any, out_layout: Any) -> dict[str, str]:
+    """The layout attributes of a pooling call (see :func:`layout_attrs`)."""
+    canonical = DATA_LAYOUTS[rank]
+    return layout_attrs(
+        op,
+        {
+            "layout": (layout, canonical),
+            "out_layout": (layout if out_layout is None else out_layout, canonical),
+        },
+    )
+
+
+def conv_perms(call: Any, ctx: Any, rank: int) -> tuple[Any, Any, Any]:
+    """The data, kernel and output layouts of a convolution call as permutations."""
+    op = str(getattr(call.op, "name", call.op))
+    canonical = DATA_LAYOUTS[rank]
+    data_layout = ctx.attr(call, "data_layout", canonical)
+    kernel = kernel_layout_of(rank)
+    return (
+        layout_perm(op, "data_layout", data_layout, canonical),
+        layout_perm(op, "kernel_layout", ctx.attr(call, "kernel_layout", kernel), kernel),
+        layout_perm(op, "out_layout", ctx.attr(call, "out_layout", data_layout), canonical),
+    )
+
+
+def pool_perms(call: Any, ctx: Any, rank: int) -> tuple[Any, Any]:
+    """The data and output layouts of a pooling call as permutations."""
+    op = str(getattr(call.op, "name", call.op))
+    canonical = DATA_LAYOUTS[rank]
+    layout = ctx.attr(call, "layout", canonical)
+    return (
+        layout_perm(op, "layout", layout, canonical),
+        layout_perm(op, "out_layout", ctx.attr(call, "out_layout", layout), canonical),
+    )
