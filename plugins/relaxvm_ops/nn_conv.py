@@ -32,7 +32,7 @@ from ._kernel import (
 )
 from .elementwise import cast_to
 from .nn import _lowest
-from .nn_layouts import conv_layouts, in_any_layout, pool_layouts
+from .nn_layouts import conv_layouts, conv_transpose_layouts, in_any_layout, pool_layouts
 
 __all__: list[str] = []
 
@@ -101,7 +101,8 @@ def legalize_conv_nd(bb: BlockBuilder, call: Call) -> RelaxExpr:
     )  # fmt: skip
 
 
-@legalizes("relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose")
+@legalizes("relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose", "relax.nn.conv3d_transpose")
+@in_any_layout(conv_transpose_layouts)
 def legalize_conv_transpose(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """``out[b, oc, y] = sum over (rc, k) of data[b, g*C/G + rc, (y + pad - k*dil) / stride]
     * weight[g*C/G + rc, oc % (O/G), k]`` where the division is exact and in bounds."""

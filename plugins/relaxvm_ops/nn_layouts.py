@@ -22,7 +22,7 @@ from relaxvm.ir.relax.op.nn_layout import DATA_LAYOUTS, kernel_layout_of, layout
 from ._kernel import attr, op_name
 from .manipulate import legalize_permute_dims
 
-__all__ = ["LayoutSpec", "conv_layouts", "in_any_layout", "pool_layouts"]
+__all__ = ["LayoutSpec", "conv_layouts", "conv_transpose_layouts", "in_any_layout", "pool_layouts"]
 
 Legalization = Callable[[BlockBuilder, Call], RelaxExpr]
 
@@ -47,6 +47,14 @@ def conv_layouts(call: Call) -> LayoutSpec:
     rank = _rank(call)
     return LayoutSpec(
         (("data_layout", DATA_LAYOUTS[rank]), ("kernel_layout", kernel_layout_of(rank)))
+    )
+
+
+def conv_transpose_layouts(call: Call) -> LayoutSpec:
+    """The layouts of a transposed convolution call (weights input channels first)."""
+    rank = _rank(call)
+    return LayoutSpec(
+        (("data_layout", DATA_LAYOUTS[rank]), ("kernel_layout", "IO" + DATA_LAYOUTS[rank][2:]))
     )
 
 

@@ -106,6 +106,9 @@ CALLS: dict[str, Callable[[], Any]] = {
         _ncdhw(), (1, 2, 2), ceil_mode=True, count_include_pad=True
     ),
     "relax.nn.adaptive_avg_pool3d": lambda: op.nn.adaptive_avg_pool3d(_ncdhw(), (1, 2, 1)),
+    "relax.nn.conv3d_transpose": lambda: op.nn.conv3d_transpose(
+        _ncdhw(), rx.const(np.ones((2, 3, 1, 2, 2), "float32")), strides=2, output_padding=1
+    ),
     "relax.nn.selu": lambda: op.nn.selu(_x()),
     "relax.nn.pixel_shuffle": lambda: op.nn.pixel_shuffle(_ncdhw(), 1),
 }

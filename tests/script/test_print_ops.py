@@ -176,6 +176,17 @@ def test_printed_call_is_a_valid_builder_call(name: str) -> None:
     rx.assert_structural_equal(rebuilt, call, map_free_vars=False)
 
 
+def test_layout_attributes_print_and_rebuild() -> None:
+    img = rx.const(np.ones((1, 4, 4, 2), "float32"))
+    wgt = rx.const(np.ones((3, 3, 2, 5), "float32"))
+    call = op.nn.conv2d(img, wgt, data_layout="NHWC", kernel_layout="HWIO", out_layout="NCHW")
+    text = RelaxPrinter().call(call)
+    assert 'data_layout="NHWC", kernel_layout="HWIO", out_layout="NCHW"' in text
+    namespace = _namespace()
+    rebuilt = eval(text, namespace)  # the text comes from our own printer
+    rx.assert_structural_equal(rebuilt, call, map_free_vars=False)
+
+
 def test_attribute_keywords_follow_the_builder_signature() -> None:
     text = RelaxPrinter().call(SPECIAL["relax.nn.conv2d"]())
     assert text == (

@@ -168,9 +168,14 @@ def test_conv_transpose_errors() -> None:
     with pytest.raises(OpError, match=r"relax\.nn\.conv1d_transpose: padding \[1, 1\] does not "
                        r"fit data with shape \(1, 4, 1\): the output width would be -1"):  # fmt: skip
         infer(op.nn.conv1d_transpose(tvar((1, 4, 1)), tvar((4, 2, 1)), padding=1))
-    with pytest.raises(OpError, match=r"relax\.nn\.conv2d_transpose: only the IOHW "
-                       r"kernel_layout is supported, got 'OIHW'"):  # fmt: skip
-        op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((4, 2, 3, 3)), kernel_layout="OIHW")
+    with pytest.raises(OpError, match=r"relax\.nn\.conv2d_transpose: kernel_layout 'IOHW4o' "
+                       r"is not a permutation of 'IOHW'"):  # fmt: skip
+        op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((4, 2, 3, 3)), kernel_layout="IOHW4o")
+    # Output channels first is a permutation like any other: (O=2, I=4) weights.
+    swapped = op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((2, 4, 3, 3)), kernel_layout="OIHW")
+    assert same(infer(swapped), (1, 2, 10, 10))
+    three = op.nn.conv3d_transpose(tvar((1, 4, 2, 3, 4)), tvar((4, 5, 2, 2, 2)), strides=2)
+    assert same(infer(three), (1, 5, 4, 6, 8))
     with pytest.raises(OpError, match=r"relax\.nn\.conv1d_transpose: weight must have rank 3 "
                        r"\(IOW layout\)"):  # fmt: skip
         infer(op.nn.conv1d_transpose(tvar((1, 4, 8)), tvar((4, 2, 3, 3))))

@@ -288,3 +288,43 @@ def test_conv1d_and_conv3d_in_channel_last_layouts(
               [x_in])  # fmt: skip
     want = run(lambda d: pool(d, pool_size=2), [("x", x.shape, "float32")], [x])
     np.testing.assert_allclose(got, want.transpose(order), rtol=1e-6)
+
+
+def _conv_transpose_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Transposed convolution as the scatter it is: each input element adds weight * value to
+    a window of the (padded) output; then the padding is cut away. Any rank, groups 1."""
+    n, _, *spatial = x.shape
+    _, o, *kernel = w.shape
+    full = [(s - 1) * stride + k for s, k in zip(spatial, kernel, strict=True)]
+    out = np.zeros((n, o, *full), np.float64)
+    for pos in np.ndindex(*spatial):
+        window = tuple(slice(p * stride, p * stride + k) for p, k in zip(pos, kernel, strict=True))
+        contribution = np.einsum("nc,co...->no...", x[(slice(None), slice(None), *pos)], w)
+        out[(slice(None), slice(None), *window)] += contribution
+    cut = tuple(slice(pad, f - pad) for f in full)
+    return out[(slice(None), slice(None), *cut)].astype(x.dtype)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv3d_transpose(stride: int) -> None:
+    x, w = _f32(1, 2, 3, 2, 3), _f32(2, 3, 2, 3, 2)
+    got = run(
+        lambda d, k: op.nn.conv3d_transpose(d, k, strides=stride, padding=1),
+        [("x", x.shape, "float32"), ("w", w.shape, "float32")],
+        [x, w],
+    )
+    np.testing.assert_allclose(got, _conv_transpose_ref(x, w, stride, 1), rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_transpose_in_nhwc() -> None:
+    x, w = _f32(1, 2, 3, 4), _f32(2, 3, 3, 3)  # NCHW data, IOHW weight
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    w_hwoi = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
+    got = run(
+        lambda d, k: op.nn.conv2d_transpose(d, k, strides=2, padding=1, data_layout="NHWC",
+                                            kernel_layout="HWOI"),
+        [("x", x_nhwc.shape, "float32"), ("w", w_hwoi.shape, "float32")],
+        [x_nhwc, w_hwoi],
+    )  # fmt: skip
+    want = _conv_transpose_ref(x, w, 2, 1).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

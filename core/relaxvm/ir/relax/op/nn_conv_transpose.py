@@ -23,19 +23,31 @@ from .nn_conv import (
     _require_rank,
     _spatial,
 )
+from .nn_layout import from_canonical, layout_attrs, layout_perm, to_canonical
 from .registry import InferContext, OpError, register_op
 
-__all__ = ["conv1d_transpose", "conv2d_transpose"]
-
-
-def _check_layout(name: str, param: str, layout: str, expected: str) -> None:
-    # Transposed convolutions stay channel-first (the other spatial ops take any permutation).
-    if layout != expected:
-        raise OpError(f"{name}: only the {expected} {param} is supported, got {layout!r}")
+__all__ = ["conv1d_transpose", "conv2d_transpose", "conv3d_transpose"]
 
 
 def _rank_of(call: Call) -> int:
-    return 2 if str(getattr(call.op, "name", "")).endswith("2d_transpose") else 1
+    name = str(getattr(call.op, "name", ""))
+    return next(r for r in (1, 2, 3) if name.endswith(f"{r}d_transpose"))
+
+
+def _kernel_layout(rank: int) -> str:
+    """The canonical weight layout of a transposed convolution: input channels first."""
+    return "IO" + _LAYOUTS[rank][2:]
+
+
+def _perms(call: Call, ctx: InferContext, rank: int) -> tuple[Any, Any, Any]:
+    op = str(getattr(call.op, "name", call.op))
+    canonical, kernel = _LAYOUTS[rank], _kernel_layout(rank)
+    data_layout = ctx.attr(call, "data_layout", canonical)
+    return (
+        layout_perm(op, "data_layout", data_layout, canonical),
+        layout_perm(op, "kernel_layout", ctx.attr(call, "kernel_layout", kernel), kernel),
+        layout_perm(op, "out_layout", ctx.attr(call, "out_layout", data_layout), canonical),
+    )
 
 
 def _infer_conv_transpose(call: Call, ctx: InferContext) -> StructInfo:
@@ -44,7 +56,7 @@ def _infer_conv_transpose(call: Call, ctx: InferContext) -> StructInfo:
     weight = ctx.tensor_arg(call, 1, "weight")
     _require_rank(ctx, data, "data", rank)
     if weight.ndim not in (-1, rank + 2):
-        kernel = "IOW" if rank == 1 else "IOHW"
+        kernel = _kernel_layout(rank)
         raise ctx.error(
             f"weight must have rank {rank + 2} ({kernel} layout), got shape {dims_text(weight)}"
         )
@@ -52,6 +64,8 @@ def _infer_conv_transpose(call: Call, ctx: InferContext) -> StructInfo:
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
         return tensor(None, dtype, rank + 2, like=data)
+    d_perm, w_perm, out_perm = _perms(call, ctx, rank)
+    d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     why = f"weight with shape {dims_text(weight)} (input channels first) expects {w[0]}"
     _check_channels(ctx, d[1], w[0], data, why)
@@ -73,12 +87,13 @@ def _infer_conv_transpose(call: Call, ctx: InferContext) -> StructInfo:
         extents.append(ctx.analyzer.simplify(size))
     _check_extents(ctx, extents, rank, f"padding {list(pads)}", data)
     out_channels = ctx.analyzer.simplify(mul(w[1], groups))
-    return tensor([d[0], out_channels, *extents], dtype, like=data)
+    return tensor(from_canonical([d[0], out_channels, *extents], out_perm), dtype, like=data)
 
 
 for _name, _layouts in (
     ("conv1d_transpose", "NCW data, IOW"),
     ("conv2d_transpose", "NCHW data, IOHW"),
+    ("conv3d_transpose", "NCDHW data, IODHW"),
 ):
     register_op(
         f"relax.nn.{_name}",
@@ -91,6 +106,9 @@ for _name, _layouts in (
             "dilation": "per spatial axis",
             "groups": "channel groups",
             "out_dtype": "result dtype",
+            "data_layout": "data axes (a permutation of the channel-first layout)",
+            "kernel_layout": "weight axes (a permutation of IO + the spatial axes)",
+            "out_layout": "result axes (default: data_layout)",
         },
         doc=f"transposed convolution (the gradient of conv w.r.t. its input), {_layouts} weight",
     )
@@ -110,9 +128,14 @@ def _conv_transpose(
     out_dtype: Any,
 ) -> Call:
     data_layout, kernel_layout, out_layout = layouts
-    _check_layout(name, "data_layout", data_layout, _LAYOUTS[rank])
-    _check_layout(name, "kernel_layout", kernel_layout, "IOW" if rank == 1 else "IOHW")
-    _check_layout(name, "out_layout", out_layout or data_layout, _LAYOUTS[rank])
+    stored = layout_attrs(
+        name,
+        {
+            "data_layout": (data_layout, _LAYOUTS[rank]),
+            "kernel_layout": (kernel_layout, _kernel_layout(rank)),
+            "out_layout": (data_layout if out_layout is None else out_layout, _LAYOUTS[rank]),
+        },
+    )
     strides_t = _spatial(name, "strides", strides, rank)
     output_padding_t = _spatial(name, "output_padding", output_padding, rank, minimum=0)
     for out_pad, stride in zip(output_padding_t, strides_t, strict=True):
@@ -128,6 +151,7 @@ def _conv_transpose(
         "dilation": _spatial(name, "dilation", dilation, rank),
         "groups": _groups(name, groups),
         "out_dtype": dtype_attr(name, out_dtype),
+        **stored,
     }
     return make_call(name, [data, weight], attrs)
 
@@ -184,7 +208,8 @@ def conv2d_transpose(
     groups : int
         Channel groups.
     data_layout, kernel_layout, out_layout : str
-        Only ``"NCHW"``, ``"IOHW"`` and ``"NCHW"`` (or None).
+        Permutations of ``"NCHW"``, ``"IOHW"`` and ``"NCHW"`` (``out_layout`` None: the data
+        layout).
     out_dtype : str or DataType, optional
         The result dtype; by default the operands' dtype.
 
@@ -197,5 +222,30 @@ def conv2d_transpose(
     """
     return _conv_transpose(
         "relax.nn.conv2d_transpose", 2, data, weight, strides, padding, output_padding,
+        dilation, groups, (data_layout, kernel_layout, out_layout), out_dtype,
+    )  # fmt: skip
+
+
+def conv3d_transpose(
+    data: RelaxExpr,
+    weight: RelaxExpr,
+    strides: int | Sequence[int] = (1, 1, 1),
+    padding: int | Sequence[int] = (0, 0, 0),
+    output_padding: int | Sequence[int] = (0, 0, 0),
+    dilation: int | Sequence[int] = (1, 1, 1),
+    groups: int = 1,
+    data_layout: str = "NCDHW",
+    kernel_layout: str = "IODHW",
+    out_layout: str | None = None,
+    out_dtype: str | DataType | None = None,
+) -> Call:
+    """3-d transposed convolution of NCDHW ``data`` with an IODHW ``weight``.
+
+    Each output extent is ``(in - 1) * stride - pad_begin - pad_end + dilation * (k - 1) +
+    output_padding + 1``; ``padding`` takes 1, 3 or 6 ints (``front, top, left, back,
+    bottom, right``); parameters otherwise as :func:`conv2d_transpose`.
+    """
+    return _conv_transpose(
+        "relax.nn.conv3d_transpose", 3, data, weight, strides, padding, output_padding,
         dilation, groups, (data_layout, kernel_layout, out_layout), out_dtype,
     )  # fmt: skip
