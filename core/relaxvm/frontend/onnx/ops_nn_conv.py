@@ -12,7 +12,6 @@ from typing import Any
 
 from ...ir import tir
 from ...ir.relax import op
-from ...ir.relax.op.manipulate_extra import flip
 from ._context import Context, Node
 from ._registry import converter
 
@@ -145,11 +144,7 @@ def _check_conv_transpose(node: Node) -> str | None:
 
 @converter("ConvTranspose", since=1, check=_check_conv_transpose)
 def conv_transpose(ctx: Context, node: Node) -> Any:
-    """1-/2-/3-d; strides, dilations, pads, group, output_padding, output_shape, auto_pad.
-
-    The 3-d case (no Relax conv3d_transpose) runs as a conv3d of the zero-interleaved input
-    and needs a weight of static shape.
-    """
+    """1-/2-/3-d; strides, dilations, pads, group, output_padding, output_shape, auto_pad."""
     x, weight = node.input(0), node.input(1)
     n = spatial_rank(ctx, node, x)
     kernel = kernel_shape(ctx, node, weight, n)
@@ -171,12 +166,8 @@ def conv_transpose(ctx: Context, node: Node) -> Any:
     # negative crops (output larger than the full result) as zero padding afterwards.
     begins = pads[:n]
     ends = [pads[n + a] - out_pad[a] for a in range(n)]
-    if n == 3:
-        # Relax has no conv3d_transpose: a conv3d over the zero-interleaved input.
-        out = _transpose_as_conv(ctx, node, x, weight, kernel, strides, dilations, groups)
-        return _crop_pad_bias(ctx, node, out, begins, ends)
     crop = [max(b, 0) for b in begins] + [max(e, 0) for e in ends]
-    fn: Any = {1: op.nn.conv1d_transpose, 2: op.nn.conv2d_transpose}[n]
+    fn: Any = {1: op.nn.conv1d_transpose, 2: op.nn.conv2d_transpose, 3: op.nn.conv3d_transpose}[n]
     out = fn(x, weight, strides=strides, padding=crop, dilation=dilations, groups=groups)
     extra = [(max(-begins[a], 0), max(-ends[a], 0)) for a in range(n)]
     if any(b or e for b, e in extra):
@@ -217,74 +208,3 @@ def _transpose_pads(
         begins.append(begin)
         ends.append(total - begin)
     return begins + ends
-
-
-def _transpose_as_conv(
-    ctx: Context,
-    node: Node,
-    x: Any,
-    weight: Any,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    groups: int,
-) -> Any:
-    """The full transposed convolution (no crop): zeros between input elements, then a
-    convolution with the flipped, in/out-swapped kernel padded by its span on both sides."""
-    shape = ctx.static_shape(weight)
-    if shape is None:
-        raise node.unsupported("3-d ConvTranspose needs a weight of static shape")
-    n = len(kernel)
-    c_in, m_per, spatial = shape[0], shape[1], shape[2:]
-    # (C, M/g, k...) -> (g, M/g, C/g, k...) -> (M, C/g, k...), flipped along each kernel axis.
-    w: Any = op.reshape(weight, [groups, c_in // groups, m_per, *spatial])
-    w = ctx.emit(op.permute_dims(ctx.emit(w), [0, 2, 1, *range(3, 3 + n)]))
-    w = ctx.emit(op.reshape(w, [groups * m_per, c_in // groups, *spatial]))
-    for axis in range(n):
-        w = ctx.emit(flip(w, 2 + axis))
-    known = ctx.shape(x)
-    if known is None:
-        raise node.unsupported("input X has an unknown shape")
-    dims = list(known)
-    for axis in range(n):
-        stride = strides[axis]
-        if stride == 1:
-            continue
-        position = 2 + axis
-        # (.., D, ..) -> (.., D, 1, ..) -> zero-pad to (.., D, s, ..) -> (.., D*s, ..) -> keep
-        # (D-1)*s+1: each element followed by s-1 zeros.
-        spread = op.nn.pad(
-            op.expand_dims(x, position + 1),
-            [0, 0] * (position + 1) + [0, stride - 1] + [0, 0] * (len(dims) - position - 1),
-        )
-        merged = [*dims[:position], dims[position] * stride, *dims[position + 1 :]]
-        x = ctx.emit(op.reshape(ctx.emit(spread), merged))
-        end = ctx.simplify((dims[position] - 1) * stride + 1)
-        x = ctx.emit(op.strided_slice(x, [position], [0], [end]))
-        dims[position] = end
-    spans = [(kernel[a] - 1) * dilations[a] for a in range(n)]
-    return op.nn.conv3d(
-        x,
-        w,
-        padding=spans + spans,
-        dilation=dilations,
-        groups=groups,
-    )
-
-
-def _crop_pad_bias(ctx: Context, node: Node, out: Any, begins: list[int], ends: list[int]) -> Any:
-    """Crop ``begins``/``ends`` from each spatial axis of the full result (zero-pad where
-    negative), then add the bias."""
-    n = len(begins)
-    full = ctx.shape(ctx.emit(out))
-    out = ctx.emit(out)
-    if full is None:
-        raise node.unsupported("the result has an unknown shape")
-    axes = [2 + a for a in range(n)]
-    starts = [max(b, 0) for b in begins]
-    stops = [ctx.simplify(full[2 + a] - max(ends[a], 0)) for a in range(n)]
-    out = ctx.emit(op.strided_slice(out, axes, starts, stops))
-    extra = [(max(-begins[a], 0), max(-ends[a], 0)) for a in range(n)]
-    if any(b or e for b, e in extra):
-        out = op.nn.pad(out, [0, 0, 0, 0] + [w for pair in extra for w in pair])
-    return add_channel_bias(ctx, out, node.optional_input(2), n)
