@@ -102,3 +102,95 @@ def legalize_attention(bb: BlockBuilder, call: Call) -> RelaxExpr:
         bb, kernel, *call.args, primfunc_name_hint="attention",
         op_pattern=OpPattern.OUT_EWISE_FUSABLE, op=op_name(call),
     )  # fmt: skip
+
+
+@legalizes("relax.nn.attention_var_len")
+def legalize_attention_var_len(bb: BlockBuilder, call: Call) -> RelaxExpr:
+    """Attention per sequence of a concatenated batch: query row ``t`` belongs to sequence
+    ``b`` (the number of sequence ends at or before it), and sees the keys of ``b`` only, with
+    the causal mask and window counted within ``b``. Rows of no sequence are 0. The maximum
+    sequence lengths are kernel hints and are not read."""
+    _, total, h, d = shape_of(tensor_arg(call, 0, "queries"))
+    m = shape_of(tensor_arg(call, 1, "keys"))[1]
+    dv = shape_of(tensor_arg(call, 2, "values"))[3]
+    batch = sop.sub(shape_of(tensor_arg(call, 3, "seqstart_q"))[0], 1)
+    scale = attr(call, "scale", None)
+    causal = attr(call, "causal_mask", None)
+    window = attr(call, "window_size", None)
+
+    def kernel(q: te.Tensor, k: te.Tensor, v: te.Tensor, sq: te.Tensor, sk: te.Tensor) -> te.Tensor:
+        dtype = q.dtype
+        factor = (
+            sop.const(float(scale), dtype)
+            if scale is not None
+            else sop.const(1.0, dtype) / T.sqrt(cast(d, dtype))
+        )
+
+        def start(table: te.Tensor, index: Any) -> PrimExpr:
+            return cast(table[index], "int64")
+
+        def seq_body(t: Any) -> Any:
+            rb = te.reduce_axis((0, batch), name="rb")
+            ends_before = sop.less_equal(start(sq, sop.add(rb.var, 1)), t)
+            return te.sum(cast(ends_before, "int64"), axis=[rb])
+
+        seq = te.compute([total], seq_body, name="T_varlen_seq")
+
+        def visible(t: Any, j: Any) -> PrimExpr:
+            found: PrimExpr = seq[t]
+            inside = sop.less(found, batch)
+            b = sop.min_expr(found, sop.sub(batch, 1))  # rows of no sequence read a real one
+            q0, q1 = start(sq, b), start(sq, sop.add(b, 1))
+            k0, k1 = start(sk, b), start(sk, sop.add(b, 1))
+            cond = sop.logical_and(
+                inside,
+                sop.logical_and(sop.greater_equal(j, k0), sop.less(j, k1)),
+            )
+            if causal is not None:
+                offset = 0 if causal == "TopLeft" else sop.sub(sop.sub(k1, k0), sop.sub(q1, q0))
+                last = sop.add(sop.sub(t, q0), offset)
+                local = sop.sub(j, k0)
+                cond = sop.logical_and(cond, sop.less_equal(local, last))
+                if window is not None:
+                    cond = sop.logical_and(cond, sop.greater(local, sop.sub(last, window)))
+            return cond
+
+        def score_body(hi: Any, t: Any, j: Any) -> Any:
+            rd = te.reduce_axis((0, d), name="rd")
+            return te.sum(q[0, t, hi, rd] * k[0, j, hi, rd], axis=[rd])
+
+        dot = te.compute([h, total, m], score_body, name="T_varlen_dot")
+        lowest = sop.const(-math.inf, dtype)
+
+        def max_body(hi: Any, t: Any) -> Any:
+            rj = te.reduce_axis((0, m), name="rj")
+            value = T.if_then_else(visible(t, rj.var), dot[hi, t, rj] * factor, lowest)
+            return te.max(value, axis=[rj])
+
+        row_max = te.compute([h, total], max_body, name="T_varlen_max")
+
+        def exp_body(hi: Any, t: Any, j: Any) -> PrimExpr:
+            value = T.exp(dot[hi, t, j] * factor - row_max[hi, t])
+            return T.if_then_else(visible(t, j), value, sop.const(0, dtype))
+
+        exps = te.compute([h, total, m], exp_body, name="T_varlen_exp")
+
+        def sum_body(hi: Any, t: Any) -> Any:
+            rj = te.reduce_axis((0, m), name="rj")
+            return te.sum(exps[hi, t, rj], axis=[rj])
+
+        expsum = te.compute([h, total], sum_body, name="T_varlen_expsum")
+
+        def out_body(zero: Any, t: Any, hi: Any, c: Any) -> Any:
+            rj = te.reduce_axis((0, m), name="rj")
+            # A row that sees no key has a zero sum: its weights (all 0) stay 0, never 0/0.
+            denominator = sop.max_expr(expsum[hi, t], sop.const(1e-30, dtype))
+            return te.sum(exps[hi, t, rj] / denominator * v[0, rj, hi, c], axis=[rj])
+
+        return te.compute([1, total, h, dv], out_body, name="T_attention_var_len")
+
+    q, k, v, sq, _, sk, _ = call.args  # the maximum lengths are hints only
+    return call_te(
+        bb, kernel, q, k, v, sq, sk, primfunc_name_hint="attention_var_len",
+        op_pattern=OpPattern.OUT_EWISE_FUSABLE, op=op_name(call),
+    )  # fmt: skip

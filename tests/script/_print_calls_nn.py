@@ -86,6 +86,15 @@ CALLS: dict[str, Callable[[], Any]] = {
         causal_mask="BottomRight",
         window_size=2,
     ),
+    "relax.nn.attention_var_len": lambda: op.nn.attention_var_len(
+        _bsnh(5, 4),
+        _bsnh(4, 4),
+        _bsnh(4, 3),
+        rx.const(np.array([0, 2, 5], "int32")),
+        rx.const(np.array(3, "int32")),
+        rx.const(np.array([0, 1, 4], "int32")),
+        causal_mask="TopLeft",
+    ),
     "relax.nn.nll_loss": lambda: op.nn.nll_loss(
         _x(), rx.const(np.array([2, 0], "int64")), _vec(), reduction="sum", ignore_index=1
     ),
