@@ -136,7 +136,8 @@ def legalize_attention_var_len(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
         seq = te.compute([total], seq_body, name="T_varlen_seq")
 
-        def visible(t: Any, j: Any) -> PrimExpr:
+        def visible(t: Any, j: Any, masks: bool = True) -> PrimExpr:
+            """Key ``j`` is in query ``t``'s sequence (and, with ``masks``, not masked)."""
             found: PrimExpr = seq[t]
             inside = sop.less(found, batch)
             b = sop.min_expr(found, sop.sub(batch, 1))  # rows of no sequence read a real one
@@ -146,7 +147,7 @@ def legalize_attention_var_len(bb: BlockBuilder, call: Call) -> RelaxExpr:
                 inside,
                 sop.logical_and(sop.greater_equal(j, k0), sop.less(j, k1)),
             )
-            if causal is not None:
+            if causal is not None and masks:
                 offset = 0 if causal == "TopLeft" else sop.sub(sop.sub(k1, k0), sop.sub(q1, q0))
                 last = sop.add(sop.sub(t, q0), offset)
                 local = sop.sub(j, k0)
@@ -185,7 +186,13 @@ def legalize_attention_var_len(bb: BlockBuilder, call: Call) -> RelaxExpr:
             rj = te.reduce_axis((0, m), name="rj")
             # A row that sees no key has a zero sum: its weights (all 0) stay 0, never 0/0.
             denominator = sop.max_expr(expsum[hi, t], sop.const(1e-30, dtype))
-            return te.sum(exps[hi, t, rj] / denominator * v[0, rj, hi, c], axis=[rj])
+            term = exps[hi, t, rj] / denominator * v[0, rj, hi, c]
+            # Another sequence's values take no part, not even as 0 * inf; a masked key of the
+            # row's own sequence weighs 0, as in relax.nn.attention.
+            return te.sum(
+                T.if_then_else(visible(t, rj.var, masks=False), term, sop.const(0, dtype)),
+                axis=[rj],
+            )
 
         return te.compute([1, total, h, dv], out_body, name="T_attention_var_len")
 

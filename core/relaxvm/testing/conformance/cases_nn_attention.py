@@ -87,4 +87,42 @@ def templates() -> list[OpTemplate]:
                 F32_TRANSCENDENTAL,
             )
         )
+    out.append(
+        OpTemplate(
+            "relax.nn.attention_var_len",
+            "two-sequences-causal",
+            "nn_attention",
+            FLOAT,
+            _var_len_params,
+            lambda d, q, k, v, sq, mq: op.nn.attention_var_len(
+                q, k, v, sq, mq, causal_mask="BottomRight"
+            ),
+            _var_len_inputs,
+            _var_len_ref,
+            F32_TRANSCENDENTAL,
+        )
+    )
+    return out
+
+
+# attention_var_len: the leading extent is the token count; two sequences split it.
+def _var_len_params(d: Dim, dt: str) -> list[Param]:
+    return [("q", (1, d, 2, 4), dt), ("k", (1, d, 2, 4), dt), ("v", (1, d, 2, 3), dt),
+            ("sq", (3,), "int32"), ("mq", (), "int32")]  # fmt: skip
+
+
+def _var_len_inputs(rng: np.random.Generator, n: int, dt: str) -> Arrays:
+    tensors = [random_values(rng, (1, n, 2, c), dt, "small") for c in (4, 4, 3)]
+    starts = np.array([0, n // 2, n], "int32")
+    return [*tensors, starts, np.array(n - n // 2, "int32")]
+
+
+def _var_len_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, sq: np.ndarray, mq: Any) -> Any:
+    out = np.zeros((1, q.shape[1], 2, 3), q.dtype)
+    for b in range(len(sq) - 1):
+        tokens = q.shape[1]  # the empty-input edge keeps starts made for more tokens
+        rows = slice(min(int(sq[b]), tokens), min(int(sq[b + 1]), tokens))
+        if rows.stop > rows.start:
+            out[:, rows] = attention_ref(q[:, rows], k[:, rows], v[:, rows], None, None,
+                                         "BottomRight")  # fmt: skip
     return out

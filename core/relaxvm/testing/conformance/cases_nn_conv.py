@@ -31,6 +31,7 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
         "nn.avg_pool3d[pad-include]-int32",
         "nn.avg_pool3d[pad]-int32",
         "nn.adaptive_avg_pool3d-int32",
+        "nn.conv3d_transpose[stride-pad]-int32",
     )
 }
 
@@ -234,6 +235,11 @@ def templates() -> list[OpTemplate]:
                                                           groups=2),
                    _rows((4, 3, 4), (4, 1, 3, 2), kind="small"),
                    lambda x, w: conv_transpose_nd(x, w, (2, 1), (1, 0, 1, 0), (0, 0), (1, 1), 2)),
+        OpTemplate("relax.nn.conv3d_transpose", "stride-pad", "nn_conv", FLOAT_INT,
+                   lambda d, dt: [("x", (d, 2, 2, 3, 2), dt), ("w", (2, 3, 2, 2, 2), dt)],
+                   lambda d, x, w: op.nn.conv3d_transpose(x, w, strides=(2, 1, 2), padding=1),
+                   _rows((2, 2, 3, 2), (2, 3, 2, 2, 2), kind="small"),
+                   lambda x, w: conv_transpose_nd(x, w, (2, 1, 2), (1,) * 6, (0,) * 3, (1,) * 3)),
         OpTemplate("relax.nn.max_pool1d", "pad-ceil", "nn_conv", FLOAT_INT,
                    lambda d, dt: [("x", (d, *x1), dt)],
                    lambda d, x: op.nn.max_pool1d(x, 3, 2, (1, 0), ceil_mode=True),
