@@ -10,7 +10,7 @@ may drop or reorder them). These functions are registered through the plugin's
 ``R.call_pure_packed("relax.run.unique", x, sorted, return_index, return_inverse,
 return_counts[, axis])`` and ``R.call_pure_packed("relax.run.nonzero", x)``: their result
 extents are known only once the data is, so these functions compute with numpy and return
-new CPU tensors (a tuple of them when unique returns several outputs).
+new tensors on the input's device (a tuple of them when unique returns several outputs).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def run_unique(
     """``np.unique`` of ``x``; unsorted means in order of first occurrence.
 
     Returns the unique values, or a tuple of them and the requested int64 index, inverse and
-    count tensors (in that order), each a new CPU tensor.
+    count tensors (in that order), each a new tensor on ``x``'s device.
     """
     array = _array("relax.run.unique", x)
     if axis is not None:
@@ -140,8 +140,8 @@ def run_unique(
         if _flag(want)
     ]
     if not extras:
-        return _new_tensor(values)
-    return tuple(_new_tensor(a) for a in (values, *extras))
+        return _new_tensor(values, _device_of(x))
+    return tuple(_new_tensor(a, _device_of(x)) for a in (values, *extras))
 
 
 def run_nonzero(x: Any) -> Tensor:
@@ -150,7 +150,12 @@ def run_nonzero(x: Any) -> Tensor:
     A 0-d ``x`` counts as 1-d (numpy refuses 0-d input).
     """
     array = np.atleast_1d(_array("relax.run.nonzero", x))
-    return _new_tensor(np.stack(np.nonzero(array)).astype(np.int64))
+    return _new_tensor(np.stack(np.nonzero(array)).astype(np.int64), _device_of(x))
+
+
+def _device_of(x: Any) -> Any:
+    """Where results go: the input's device (the VM's, a GPU's included), else the CPU."""
+    return x.device if isinstance(x, Tensor) else None
 
 
 #: ``R.Prim`` scalar arithmetic the VM's int64 shape heap cannot hold (a run-time float or bool

@@ -7,9 +7,14 @@ stores, arithmetic, casts, serial loops) and changes what differs on a GPU:
   the loop's ``min``), guarded when its extent may be below the launch extent; ``vthread``,
   ``parallel`` and ``vectorized`` loops run serially in the thread (no CPU vector code);
 * ``shared`` scratch is a static ``addrspace(3)`` array, ``local`` scratch a stack slot,
-  ``global`` scratch a static ``addrspace(1)`` array (only in kernels launched as one
-  thread: every thread would share it); all need a constant size;
-* ``T.tvm_storage_sync()`` is ``bar.sync 0``;
+  ``global`` scratch a static ``addrspace(1)`` array in kernels launched as one thread, and
+  per thread (a stack slot up to :data:`LOCAL_LIMIT_BYTES`, else the heap) when allocated
+  inside the thread-bound loops of other kernels; all need a constant size, except
+  ``global`` scratch of one thread, which may have a symbolic one: it comes from the device heap
+  (PTX's ``malloc``/``free`` system calls) when the Allocate runs, and a failed allocation
+  records :data:`HEAP_FLAG` and the byte count in the error slot and leaves the thread;
+* ``T.tvm_storage_sync()`` is ``bar.sync 0``; ``T.shfl_down(v, d)`` is
+  ``llvm.nvvm.shfl.sync.down.{f32,i32}`` over the full warp;
 * math goes through :mod:`.codegen_math` and every LLVM intrinsic through its whitelist;
 * ``T.check_index`` out of range records the op, axis, index and extent in the module's
   error slot (:data:`ERROR_SYMBOL`, first failure wins) and leaves the thread.
@@ -25,7 +30,7 @@ from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Allocate, Call, Evaluate, For, ForKind, Stmt
 from relaxvm.ir.tir.intrin import CheckIndex
-from relaxvm.ir.tir.intrin_gpu import StorageSync
+from relaxvm.ir.tir.intrin_gpu import ShflDown, StorageSync
 from relaxvm.runtime.dtype import DataType
 from relaxvm_llvm.codegen_stmt import FunctionCodegen, ModuleState
 from relaxvm_llvm.lltypes import I32, I64, PTR, Lane, is_signed, mem_type
@@ -35,6 +40,7 @@ from .errors import CUDABuildError
 
 __all__ = [
     "ERROR_SYMBOL",
+    "HEAP_FLAG",
     "LOCAL_LIMIT_BYTES",
     "UNSIGNED_FLAG",
     "PTXFunctionCodegen",
@@ -49,6 +55,9 @@ __all__ = [
 ERROR_SYMBOL = "__rvm_index_error"
 #: Set in word 0 of the error slot for an unsigned index.
 UNSIGNED_FLAG = 1 << 16
+#: Word 0 of the error slot when the device heap could not supply a symbolic scratch
+#: buffer (word 2: the bytes asked for); the runtime raises an out-of-memory error.
+HEAP_FLAG = 1 << 17
 #: Largest ``local`` scratch buffer (per thread).
 LOCAL_LIMIT_BYTES = 16 * 1024
 _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
@@ -96,6 +105,7 @@ class PTXFunctionCodegen(FunctionCodegen):
         self.launch = launch
         self.single_thread = single_thread
         self._statics = 0
+        self._thread_depth = 0  # thread-bound loops around the statement being generated
 
     def error(self, message: str) -> CUDABuildError:  # type: ignore[override]
         return CUDABuildError(f"cuda target: kernel {self.kernel!r}: {message}")
@@ -114,7 +124,20 @@ class PTXFunctionCodegen(FunctionCodegen):
     def _call(self, expr: Call) -> Lane:
         if isinstance(expr, StorageSync):
             raise self.error(f"`{expr}` is a barrier: use it as T.evaluate(...) only")
+        if isinstance(expr, ShflDown):
+            return self._shfl_down(expr)
         return emit_math_call(self, expr)
+
+    def _shfl_down(self, expr: ShflDown) -> Lane:
+        value_expr, delta_expr = expr.args
+        value = self.scalar(value_expr)
+        suffix = "f32" if str(value_expr.dtype) == "float32" else "i32"
+        shfl = self.declare(
+            f"llvm.nvvm.shfl.sync.down.{suffix}", value.type, [I32, value.type, I32, I32]
+        )
+        mask, clamp = ir.Constant(I32, -1), ir.Constant(I32, 31)  # every lane; whole warp
+        delta = self.scalar(delta_expr)
+        return Lane(Lane.SCALAR, self.builder.call(shfl, [mask, value, delta, clamp]))
 
     def _check_index(self, expr: CheckIndex) -> Lane:
         index_expr, extent_expr, axis, op_code = expr.args
@@ -174,11 +197,13 @@ class PTXFunctionCodegen(FunctionCodegen):
         saved = self.env.get(stmt.loop_var)
         self.env[stmt.loop_var] = Lane(Lane.SCALAR, value)
         launch = self.launch.get(axis)
+        self._thread_depth += 1
         if launch is not None and structural_equal(launch, stmt.extent):
             self.emit_stmt(stmt.body)
         else:
             with b.if_then(b.icmp_signed("<", index, self.scalar(stmt.extent))):
                 self.emit_stmt(stmt.body)
+        self._thread_depth -= 1
         self._restore_var(stmt.loop_var, saved)
 
     def _restore_var(self, var: Var, saved: Lane | None) -> None:
@@ -191,14 +216,23 @@ class PTXFunctionCodegen(FunctionCodegen):
         buffer = stmt.buffer
         elem = mem_type(buffer.dtype)
         extents = [e.value if isinstance(e, IntImm) else None for e in buffer.shape]
+        # Global scratch allocated inside the thread-bound loops belongs to each thread (as in
+        # the interpreter): a stack slot when small and constant, else the device heap.
+        per_thread = buffer.scope == "global" and not self.single_thread and self._thread_depth
         if any(e is None for e in extents):
+            if buffer.scope == "global" and (self.single_thread or per_thread):
+                self._heap_allocate(stmt)
+                return
             raise self.error(
                 f"scratch buffer {buffer.name!r} ({buffer.scope}) has the symbolic shape "
                 f"{tuple(str(e) for e in buffer.shape)}; GPU scratch needs a constant size"
             )
         count = max(1, math.prod(e for e in extents if e is not None))
         nbytes = count * max(1, buffer.dtype.bits // 8)
-        if buffer.scope == "local":
+        if per_thread and nbytes > LOCAL_LIMIT_BYTES:
+            self._heap_allocate(stmt)
+            return
+        if buffer.scope == "local" or per_thread:
             if nbytes > LOCAL_LIMIT_BYTES:
                 raise self.error(
                     f"local buffer {buffer.name!r} needs {nbytes} bytes per thread (at most "
@@ -225,6 +259,33 @@ class PTXFunctionCodegen(FunctionCodegen):
             generic = entry.addrspacecast(array, ir.ArrayType(elem, count).as_pointer())
             pointer = entry.bitcast(generic, PTR)
         self._with_handle(stmt, pointer)
+
+    def _heap_allocate(self, stmt: Allocate) -> None:
+        # A one-thread kernel's scratch of symbolic size: the device heap is the only memory
+        # a kernel can size at run time without a workspace argument from the runtime.
+        buffer = stmt.buffer
+        b = self.builder
+        nbytes: ir.Value = ir.Constant(I64, max(1, buffer.dtype.bits // 8))
+        for extent in buffer.shape:
+            value = self.cast_value(self.scalar(extent), extent.dtype, _INT64)
+            nbytes = b.mul(nbytes, value)
+        nbytes = b.select(b.icmp_signed("<", nbytes, ir.Constant(I64, 1)), I64(1), nbytes)
+        malloc = self.declare("malloc", PTR, [I64])
+        free = self.declare("free", ir.VoidType(), [PTR])
+        pointer = b.call(malloc, [nbytes])
+        with b.if_then(b.icmp_unsigned("==", pointer, ir.Constant(PTR, None)), likely=False):
+            slot = declare_error_slot(self.module, define=False)
+            zero = ir.Constant(I64, 0)
+            old = b.cmpxchg(
+                b.gep(slot, [I32(0), I32(0)]), zero, ir.Constant(I64, HEAP_FLAG),
+                "monotonic", "monotonic",
+            )  # fmt: skip
+            with b.if_then(b.extract_value(old, 1)):
+                b.store(nbytes, b.gep(slot, [I32(0), I32(2)]))
+            b.ret_void()
+        self._with_handle(stmt, pointer)
+        if not b.block.is_terminated:
+            b.call(free, [pointer])
 
     def _with_handle(self, stmt: Allocate, pointer: ir.Value) -> None:
         buffer = stmt.buffer

@@ -19,6 +19,8 @@ Conventions of the binding (``docs/cuda.md``):
 
 ``RELAXVM_CUDA_LIBRARY`` names another library file to load (a path, or a name such as
 ``libcuda.so``); pointing it at a missing file simulates a machine without a driver.
+``RELAXVM_CUDA_SIMULATOR=1`` makes :func:`get_driver` return the simulated device of
+:mod:`relaxvm_cuda.simulator` instead (a testing tool: kernels run as TIR on the CPU).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .runtime_errors import CUDA_ERROR_NAMES, CUDAUnavailableError, error_for
 __all__ = [
     "DEFAULT_LIBRARY",
     "LIBRARY_ENV",
+    "SIMULATOR_ENV",
     "CUDADriver",
     "DeviceAttribute",
     "Driver",
@@ -41,9 +44,12 @@ __all__ = [
     "driver_unavailable_reason",
     "get_driver",
     "set_driver",
+    "simulator_enabled",
 ]
 
 LIBRARY_ENV = "RELAXVM_CUDA_LIBRARY"
+#: Set to 1 for the simulated device (:mod:`relaxvm_cuda.simulator`) instead of libcuda.
+SIMULATOR_ENV = "RELAXVM_CUDA_SIMULATOR"
 DEFAULT_LIBRARY = "libcuda.so.1"
 
 # JIT options of cuModuleLoadDataEx (cuda.h CUjit_option).
@@ -533,13 +539,30 @@ def get_driver() -> Driver:
             _driver, _failure, _pid = None, None, os.getpid()
         if _driver is None and _failure is None:
             try:
-                _driver = CUDADriver()
+                _driver = _simulator() or CUDADriver()
             except CUDAUnavailableError as err:
                 _failure = err
         if _driver is not None:
             return _driver
         assert _failure is not None  # one of the two is set just above
         raise CUDAUnavailableError(str(_failure), _failure.missing)
+
+
+def simulator_enabled(value: str | None = None) -> bool:
+    """Whether ``value`` (default: ``$RELAXVM_CUDA_SIMULATOR``) switches the simulator on."""
+    if value is None:
+        value = os.environ.get(SIMULATOR_ENV)
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _simulator() -> Driver | None:
+    """A :class:`~relaxvm_cuda.simulator.CUDASimulator` when ``RELAXVM_CUDA_SIMULATOR`` asks
+    for one (read at each fresh start of the driver state), else None."""
+    if not simulator_enabled():
+        return None
+    from .simulator import CUDASimulator
+
+    return CUDASimulator()
 
 
 def set_driver(driver: Driver | None) -> Driver | None:

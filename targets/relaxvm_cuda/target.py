@@ -17,6 +17,10 @@ Target attributes (``Target("cuda -arch=sm_90 -max_threads_per_block=1024")``), 
 
 Compiling needs no GPU (llvmlite ships the NVPTX backend); only running the kernels does.
 Any other attribute, or a malformed value, raises :class:`relaxvm.target.TargetError`.
+
+Host functions (PrimFuncs with ``tir.is_host_func``, such as the shape functions VMShapeLower
+writes over the VM's host shape heap) are not GPU kernels: as TVM builds them for the cuda
+target's host, they are compiled by the ``llvm`` target and imported by the CUDA module.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relaxvm import security
-from relaxvm.errors import ExecutableFormatError
+from relaxvm.errors import ExecutableFormatError, VMValueError
 from relaxvm.target import TargetError
 
 from .module import CUDAModule, check_launch_expr
@@ -43,6 +47,7 @@ __all__ = [
     "DEVICE_ENV",
     "FORMAT_VERSION",
     "MAGIC",
+    "READABLE_VERSIONS",
     "TAG_PURPOSE",
     "TARGET_OPTIONS",
     "CUDATargetInfo",
@@ -58,7 +63,9 @@ __all__ = [
 ARCH_ENV = "RELAXVM_CUDA_ARCH"
 DEVICE_ENV = "RELAXVM_CUDA_DEVICE"
 MAGIC = b"RVMCUDA\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions :func:`parse` reads (1: PTX only; 2: PTX, TIR and host functions).
+READABLE_VERSIONS = (1, 2)
 #: What the tag is made for: a tag of any other relaxvm data never verifies CUDA kernels.
 TAG_PURPOSE = b"relaxvm-cuda-kernels-v1"
 _PREFIX = struct.Struct("<8sII")
@@ -243,23 +250,42 @@ def build(mod: Any, target: Any = None) -> CUDAModule:
     info = target_info(target)
     from .codegen import compile_ptx  # llvmlite loads only when something is compiled
 
-    return CUDAModule(compile_ptx(_prim_funcs(mod), info.arch))
+    funcs = _prim_funcs(mod)
+    host = [(name, func) for name, func in funcs if func.attrs.get("tir.is_host_func")]
+    kernels = [(name, func) for name, func in funcs if not func.attrs.get("tir.is_host_func")]
+    host_module = _build_host(host) if host else None
+    # The TIR stays with the PTX: the simulated device (relaxvm_cuda.simulator) runs it.
+    return CUDAModule(compile_ptx(kernels, info.arch), dict(kernels), host=host_module)
+
+
+def _build_host(funcs: list[tuple[str, Any]]) -> Any:
+    """The host functions compiled for the CPU by the ``llvm`` target (this target's host)."""
+    from relaxvm_llvm.target import build as build_llvm
+
+    return build_llvm(dict(funcs))
 
 
 def serialize(module: Any) -> bytes:
     """The bytes :func:`load` turns back into the same module.
 
-    Layout (integers little-endian), format version 1::
+    Layout (integers little-endian), format version 2::
 
         8 bytes   magic b"RVMCUDA\\0"
         u32       format version (FORMAT_VERSION)
         u32       header length H
         H bytes   header: UTF-8 JSON {"arch", "ptx_size", "ptx_sha256", "kernels": [the
                   PTXKernel.to_json() of each kernel: name, symbol, signature, launch,
-                  dynamic_shared_bytes]}
+                  dynamic_shared_bytes], "tir_size", "tir_sha256", "tir_missing",
+                  "host_size", "host_sha256"}
         P bytes   the PTX text (UTF-8); P = ptx_size
+        T bytes   the kernels' TIR (relaxvm_llvm.tir_data; T = tir_size, 0 when the module
+                  has none or it does not encode: "tir_missing" then says why)
+        L bytes   the host functions, as the llvm target serializes them (L = host_size,
+                  0 when there are none)
         32 bytes  tag: HMAC-SHA256 under the user's key (relaxvm.security, purpose
                   TAG_PURPOSE) of every byte before it
+
+    Version 1 files (no TIR, no host functions) still load.
 
     Raises
     ------
@@ -273,18 +299,41 @@ def serialize(module: Any) -> bytes:
         )
     program = module.program
     ptx = program.ptx.encode("utf-8")
+    tir, missing = _encode_tir(module)
+    host = b""
+    if module.host is not None:
+        from relaxvm_llvm.target import serialize as serialize_llvm
+
+        host = serialize_llvm(module.host)
     header = json.dumps(
         {
             "arch": program.arch,
             "ptx_size": len(ptx),
             "ptx_sha256": hashlib.sha256(ptx).hexdigest(),
             "kernels": [k.to_json() for k in program.kernels],
+            "tir_size": len(tir),
+            "tir_sha256": hashlib.sha256(tir).hexdigest(),
+            "tir_missing": missing,
+            "host_size": len(host),
+            "host_sha256": hashlib.sha256(host).hexdigest(),
         },
         sort_keys=True,
         separators=(",", ":"),
     ).encode("utf-8")
-    body = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + ptx
+    body = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + ptx + tir + host
     return body + security.sign(body, purpose=TAG_PURPOSE)
+
+
+def _encode_tir(module: CUDAModule) -> tuple[bytes, str | None]:
+    """The module's TIR in the llvm target's strict codec, or ``b""`` and why not."""
+    if module.tir is None:
+        return b"", module.tir_missing
+    from relaxvm_llvm.tir_data import UnencodableTIR, encode
+
+    try:
+        return encode([(k.name, module.tir[k.name]) for k in module.program.kernels]), None
+    except UnencodableTIR as err:
+        return b"", f"its TIR could not be exported: {err}"
 
 
 def _corrupt(message: str) -> ExecutableFormatError:
@@ -350,6 +399,15 @@ def _kernels(header: dict[str, Any], ptx: str) -> tuple[PTXKernel, ...]:
     return tuple(kernels)
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    program: PTXProgram
+    authentic: bool
+    tir: bytes
+    tir_missing: str | None
+    host: bytes
+
+
 def parse(data: bytes) -> tuple[PTXProgram, bool]:
     """Validate serialized bytes; the program and whether the user's key signed them.
 
@@ -358,16 +416,31 @@ def parse(data: bytes) -> tuple[PTXProgram, bool]:
     ExecutableFormatError
         Naming the offset or header field at fault.
     """
+    parsed = _parse(data)
+    return parsed.program, parsed.authentic
+
+
+def _section(data: bytes, header: dict[str, Any], offset: int, name: str, what: str) -> bytes:
+    size = header.get(f"{name}_size", 0)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise _corrupt(f"header field '{name}_size' must be a non-negative int, got {size!r}")
+    raw = _take(data, offset, size, what)
+    if size and hashlib.sha256(raw).hexdigest() != header.get(f"{name}_sha256"):
+        raise _corrupt(f"{what} at offset {offset} does not match header field '{name}_sha256'")
+    return raw
+
+
+def _parse(data: bytes) -> _Parsed:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise _corrupt(f"expected bytes, got {type(data).__name__}")
     data = bytes(data)
     magic, version, header_size = _PREFIX.unpack(_take(data, 0, _PREFIX.size, "the prefix"))
     if magic != MAGIC:
         raise _corrupt(f"bad magic {magic!r} at offset 0 (expected {MAGIC!r}): not CUDA kernels")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise _corrupt(
             f"format version {version} at offset 8 is not supported (this relaxvm reads "
-            f"version {FORMAT_VERSION})"
+            f"versions {', '.join(map(str, READABLE_VERSIONS))})"
         )
     if header_size > _MAX_HEADER:
         raise _corrupt(f"header length {header_size} at offset 12 exceeds {_MAX_HEADER}")
@@ -384,6 +457,16 @@ def parse(data: bytes) -> tuple[PTXProgram, bool]:
     if "\0" in ptx:
         raise _corrupt(f"the PTX at offset {offset + ptx.index(chr(0))} contains a NUL byte")
     offset += len(ptx_bytes)
+    tir = host = b""
+    missing: str | None = "the file was written by an earlier relaxvm (format version 1)"
+    if version >= 2:
+        tir = _section(data, header, offset, "tir", "the TIR")
+        offset += len(tir)
+        host = _section(data, header, offset, "host", "the host functions")
+        offset += len(host)
+        missing = header.get("tir_missing")
+        if not isinstance(missing, str | None):
+            raise _corrupt("header field 'tir_missing' must be a string or null")
     tag = _take(data, offset, security.TAG_SIZE, "the tag")
     if len(data) != offset + security.TAG_SIZE:
         raise _corrupt(
@@ -395,7 +478,7 @@ def parse(data: bytes) -> tuple[PTXProgram, bool]:
         authentic = security.verify(data[:offset], tag, purpose=TAG_PURPOSE)
     except security.KeyFileError:
         authentic = False
-    return program, authentic
+    return _Parsed(program, authentic, tir, None if tir else missing, host)
 
 
 def load(data: bytes, target: Any = None, *, trust: bool = False) -> CUDAModule:
@@ -403,7 +486,9 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> CUDAModule:
 
     PTX is code the GPU runs: it is used only when the file's tag verifies under the user's
     key (the user exported it), or when ``trust``, ``relaxvm.load_module(path, trust=True)``
-    or ``RELAXVM_TRUST_OBJECT_CODE=1`` says so (``docs/security.md``).
+    or ``RELAXVM_TRUST_OBJECT_CODE=1`` says so (``docs/security.md``). The kernels' TIR (for
+    the simulator) is decoded by the strict codec of ``relaxvm_llvm.tir_data``; the host
+    functions are loaded by the llvm target, under the same trust.
 
     Raises
     ------
@@ -411,12 +496,26 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> CUDAModule:
         Truncated, corrupt or foreign data (naming the offset or header field), another
         format version, or PTX that is neither signed with the user's key nor trusted.
     """
-    program, authentic = parse(data)
-    if not (authentic or trust or security.object_code_trusted()):
+    parsed = _parse(data)
+    trusted = parsed.authentic or trust or security.object_code_trusted()
+    if not trusted:
         raise _corrupt(
             "the PTX is not signed with your key (the file was exported by someone else, or "
             "changed since); refusing to run it; export the model again on this machine, or, "
             "only if you trust whoever wrote the file as you trust a program, load it with "
             f"relaxvm.load_module(path, trust=True) (or set {security.TRUST_ENV}=1)"
         )
-    return CUDAModule(program)
+    tir = None
+    if parsed.tir:
+        from relaxvm_llvm.tir_data import decode
+
+        tir = dict(decode(parsed.tir))
+    host = None
+    if parsed.host:
+        from relaxvm_llvm.target import load as load_llvm
+
+        host = load_llvm(parsed.host, trust=True)  # inside this file's verified tag
+    try:
+        return CUDAModule(parsed.program, tir, host=host, tir_missing=parsed.tir_missing)
+    except VMValueError as err:
+        raise _corrupt(f"the TIR does not match the kernels: {err}") from None

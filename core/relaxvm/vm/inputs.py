@@ -1,7 +1,10 @@
 """Input conversion and timing helpers of :class:`~relaxvm.VirtualMachine`.
 
 ``set_input`` and ``save_function`` convert their arguments as TVM's ``_convert`` does
-(:func:`convert_inputs`); ``time_evaluator`` returns :func:`make_evaluator`'s function.
+(:func:`convert_inputs`); a call ``vm[name](*args)`` moves tensors that live on another device
+than the VM's first one there, as TVM's VM does with its arguments (:func:`args_to_device`,
+taken only when some argument needs it); ``time_evaluator`` returns :func:`make_evaluator`'s
+function.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import VMTypeError, VMValueError
-from ..runtime import DataType, Device, Shape, Tensor, tensor
+from ..runtime import Allocator, DataType, Device, Shape, Tensor, tensor
 from ..runtime.benchmark import BenchmarkResult
 from .closure import VMClosure
 
 if TYPE_CHECKING:
     from .frames import PreparedFunction
 
-__all__ = ["convert", "convert_inputs", "make_evaluator"]
+__all__ = ["arg_to_device", "args_to_device", "convert", "convert_inputs", "make_evaluator"]
 
 
 def convert_inputs(
@@ -78,6 +81,34 @@ def convert(value: Any, device: Device, where: str) -> Any:
     if isinstance(value, float | np.floating | np.integer):
         return tensor(np.array(value, dtype="float32"), device)
     raise VMTypeError(f"{where}: cannot convert a {type(value).__name__} into a VM value")
+
+
+def args_to_device(args: tuple[Any, ...], device: Device, allocator: Allocator) -> tuple[Any, ...]:
+    """``args`` of a VM call with every tensor on ``device`` (:func:`arg_to_device`)."""
+    return tuple(arg_to_device(value, device, allocator) for value in args)
+
+
+def arg_to_device(value: Any, device: Device, allocator: Allocator) -> Any:
+    """``value`` with its tensors on ``device``: a tensor on another device is copied into new
+    memory from ``allocator`` (the VM's allocator of that device), a numpy array becomes a
+    tensor there, tuples and lists are converted element-wise (a tuple results when an
+    element changed); anything else, and a tensor already there, is returned as it is."""
+    if isinstance(value, Tensor):
+        if value.device == device:
+            return value
+        result = allocator.empty(value.shape, value.dtype)
+        # Host memory is read in place; device memory is staged through one host array.
+        source = value.host_array() if value.storage.api.host_accessible else value.numpy()
+        result.storage.api.copy_from_host(result.storage.buffer, result.byte_offset, source)
+        return result
+    if type(value) is np.ndarray:
+        return tensor(value, device)
+    if isinstance(value, tuple | list):
+        items = [arg_to_device(v, device, allocator) for v in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return tuple(items)
+    return value
 
 
 def make_evaluator(

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import FunctionNotFoundError, VMError, VMTypeError, VMValueError
 from ..registry import functions as registry
-from ..runtime import Allocator, Device, Tensor, tensor
+from ..runtime import Allocator, Device, Tensor
 from ..runtime.benchmark import BenchmarkResult
 from ..runtime.memory import AllocatorType
 from . import native_plan
@@ -35,7 +35,7 @@ from .diagnostics import (
 )
 from .executable.executable import Executable, VMFuncKind
 from .frames import PreparedFunction, contained_call_error, not_ready, prepare
-from .inputs import convert_inputs, make_evaluator
+from .inputs import arg_to_device, args_to_device, convert_inputs, make_evaluator
 from .instrument import VMInstrumentReturnKind
 
 if TYPE_CHECKING:
@@ -128,8 +128,10 @@ class VirtualMachine:
 
     # -- construction -------------------------------------------------------------------
     def _place_constant(self, value: Any) -> Any:
-        if isinstance(value, Tensor) and value.device != self.devices[0]:
-            return tensor(value.numpy(), self.devices[0])
+        # Constants live on the first device, like the arguments (a loaded executable's are
+        # host tensors; tuples of them are placed element-wise).
+        if isinstance(value, Tensor | tuple):
+            return arg_to_device(value, self.devices[0], self.allocators[0])
         return value
 
     def _build_function_pool(self) -> None:
@@ -293,14 +295,24 @@ class VirtualMachine:
 
     def _make_entry(self, fn: PreparedFunction) -> Callable[..., Any]:
         invoke = fn.invoke
-        device = self.devices[0]
+        device, allocator = self.devices[0], self.allocators[0]
+        dev_type, dev_id = device.device_type, device.device_id
 
         def entry(*args: Any) -> Any:
-            # numpy arrays are accepted for convenience (copied to the first device).
+            # Arguments land on the first device, as in TVM: a tensor on another device is
+            # copied there, a numpy array (accepted for convenience) becomes a tensor there,
+            # tuples are converted element-wise. The check is all a call pays when every
+            # tensor is already in place.
             for value in args:
-                if type(value) is np.ndarray:
-                    args = tuple(tensor(v, device) if type(v) is np.ndarray else v for v in args)
-                    break
+                kind = type(value)
+                if kind is Tensor:
+                    where = value.device
+                    if where.device_type == dev_type and where.device_id == dev_id:
+                        continue
+                elif kind is not np.ndarray and kind is not tuple and kind is not list:
+                    continue
+                args = args_to_device(args, device, allocator)
+                break
             return invoke(*args)
 
         entry.__name__ = fn.name
@@ -319,6 +331,8 @@ class VirtualMachine:
             ``closure`` is neither a VMClosure nor callable.
         """
         if type(closure) is VMClosure:
+            # As a call vm[name](*args): arguments move to the first device.
+            args = args_to_device(args, self.devices[0], self.allocators[0])
             return closure.impl(self, *args)
         if callable(closure):
             return closure(*args)

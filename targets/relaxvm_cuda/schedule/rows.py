@@ -5,8 +5,10 @@ Fits row reductions (sum/max/mean over the last axes), softmax, layer/RMS norm a
 followed by elementwise epilogues (matmul + bias + activation, with one output per block):
 
 * a reduction stage: each thread combines a strided share of the (flattened) reduction
-  space into a register, the partials go to shared memory and are combined by a tree
-  (halving the active threads, a barrier per level); thread 0 stores the result, into the
+  space into a register; float32/int32 partials are combined by warp shuffles (within each
+  warp, then across the warps' results in shared memory: two barriers), other types by a
+  shared-memory tree (halving the active threads, a barrier per level); thread 0 stores the
+  result, into the
   output, or into a one-element shared buffer when the result is scratch that later stages
   of the row read;
 * an injective stage: its loops after the row's are flattened and shared out among the
@@ -20,10 +22,12 @@ stage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from relaxvm.ir import EQ, IntImm, PrimExpr, Var
-from relaxvm.ir.op import cast, const
+from relaxvm.ir.op import cast, const, min_expr, select
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import (
     Allocate,
@@ -34,39 +38,99 @@ from relaxvm.ir.tir import (
     For,
     ForKind,
     IfThenElse,
+    LetStmt,
     Stmt,
     seq,
 )
-from relaxvm.ir.tir.intrin_gpu import storage_sync
+from relaxvm.ir.tir.intrin_gpu import SHUFFLE_DTYPES, WARP_SIZE, shfl_down, storage_sync
 from relaxvm.ir.tir.stages import COMBINE, Stage, loads_of
 
 from .common import bound_loop, ceildiv, let_indices, product, rewrite_stmt_loads, threads_for
 
-__all__ = ["RowPlan", "plan_rows", "row_kernel"]
+__all__ = [
+    "RowPlan",
+    "barrier",
+    "bind_units",
+    "block_reduction",
+    "plan_rows",
+    "row_extents",
+    "row_kernel",
+    "split_loops",
+]
 
 
 @dataclass
 class RowPlan:
-    """What :func:`row_kernel` needs: the row extents and the reductions kept in shared
-    memory (scratch buffer -> its one-element shared replacement)."""
+    """What :func:`row_kernel` needs: the row extents and the scratch kept in shared memory
+    (scratch buffer -> its shared replacement, the part of it one row uses). ``kept`` names,
+    per scratch buffer, the index positions that address the shared copy (the others are the
+    row's); without an entry the shared copy is one element."""
 
     rows: list[PrimExpr]
     shared: dict[Buffer, Buffer]
+    kept: dict[Buffer, list[int]] = field(default_factory=dict)
+
+    def index(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> list[PrimExpr]:
+        """The indices into ``buffer``'s shared copy of the element at ``indices``."""
+        kept = self.kept.get(buffer)
+        if not kept:
+            return [IntImm("int64", 0)]
+        return [indices[k] for k in kept]
+
+    def load(self, load: BufferLoad) -> PrimExpr | None:
+        """``load`` from the shared copy when it reads scratch kept in shared memory."""
+        shared = self.shared.get(load.buffer)
+        if shared is None:
+            return None
+        return shared[tuple(self.index(load.buffer, load.indices))]
 
 
 def _same(a: list[PrimExpr], b: list[PrimExpr]) -> bool:
     return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
+def _is_unit(extent: PrimExpr) -> bool:
+    return isinstance(extent, IntImm) and extent.value == 1
+
+
+def split_loops(stage: Stage, nrows: int) -> tuple[list[Var], list[For], list[Var]]:
+    """A stage's loops as (row variables, inner loops, unit variables): loops of extent 1
+    (keepdims axes: softmax's ``(n, 1)`` maximum) run once, at 0, and take no part in the
+    row; the first ``nrows`` other loops are the row's, the rest are inner."""
+    rows: list[Var] = []
+    inner: list[For] = []
+    units: list[Var] = []
+    for loop in stage.loops:
+        if _is_unit(loop.extent):
+            units.append(loop.loop_var)
+        elif len(rows) < nrows:
+            rows.append(loop.loop_var)
+        else:
+            inner.append(loop)
+    return rows, inner, units
+
+
+def bind_units(units: list[Var], body: Stmt) -> Stmt:
+    for var in reversed(units):
+        body = LetStmt(var, cast(IntImm("int64", 0), var.dtype), body)
+    return body
+
+
+def row_extents(stage: Stage) -> list[PrimExpr]:
+    return [loop.extent for loop in stage.loops if not _is_unit(loop.extent)]
+
+
 def plan_rows(stages: list[Stage], scratch: list[Buffer]) -> RowPlan | None:
-    """A :class:`RowPlan` when the stages fit a row kernel, else None."""
+    """A :class:`RowPlan` when the stages fit a row kernel, else None. Loops and buffer
+    axes of extent 1 are ignored (a keepdims reduction's ``(n, 1)`` result is a row of
+    ``n``)."""
     reductions = [s for s in stages if s.kind == "reduction"]
     if not reductions or any(s.kind not in ("reduction", "injective") for s in stages):
         return None
-    rows = [loop.extent for loop in reductions[0].loops]
+    rows = row_extents(reductions[0])
     nrows = len(rows)
     for stage in stages:
-        extents = [loop.extent for loop in stage.loops]
+        extents = row_extents(stage)
         if stage.kind == "reduction" and not _same(extents, rows):
             return None
         if not _same(extents[:nrows], rows):
@@ -78,14 +142,25 @@ def plan_rows(stages: list[Stage], scratch: list[Buffer]) -> RowPlan | None:
             return None
         shared[buffer] = Buffer(f"{buffer.name}_shared", (1,), buffer.dtype, scope="shared")
     for stage in stages:
-        row_vars = [loop.loop_var for loop in stage.loops[:nrows]]
-        exprs = [stage.stmt]
-        for load in _stmt_loads(exprs):
-            if load.buffer in shared and not all(
-                x is y for x, y in zip(load.indices, row_vars, strict=True)
-            ):
+        row_vars, _, units = split_loops(stage, nrows)
+        for load in _stmt_loads([stage.stmt]):
+            if load.buffer in shared and not _reads_row(load, row_vars, units):
                 return None
     return RowPlan(rows, shared)
+
+
+def _reads_row(load: BufferLoad, row_vars: list[Var], units: list[Var]) -> bool:
+    """Whether ``load`` reads its (row-shaped) buffer at the row ``row_vars``."""
+    wanted = iter(row_vars)
+    for index, extent in zip(load.indices, load.buffer.shape, strict=True):
+        if _is_unit(extent):
+            if not (
+                any(index is u for u in units) or (isinstance(index, IntImm) and index.value == 0)
+            ):
+                return False
+        elif index is not next(wanted, None):
+            return False
+    return next(wanted, None) is None
 
 
 def _stmt_loads(stmts: list[Stmt]) -> list[BufferLoad]:
@@ -109,27 +184,21 @@ def _stmt_loads(stmts: list[Stmt]) -> list[BufferLoad]:
     return found
 
 
-def _barrier() -> Stmt:
+def barrier() -> Stmt:
     return Evaluate(storage_sync())
 
 
 def _to_shared(stmt: Stmt, plan: RowPlan) -> Stmt:
-    zero = IntImm("int64", 0)
-    return rewrite_stmt_loads(
-        stmt, lambda load: plan.shared[load.buffer][zero] if load.buffer in plan.shared else None
-    )
+    return rewrite_stmt_loads(stmt, plan.load)
 
 
 def _expr_to_shared(expr: PrimExpr, plan: RowPlan) -> PrimExpr:
     from relaxvm.ir.tir.stage_epilogue import rewrite_loads
 
-    zero = IntImm("int64", 0)
-    return rewrite_loads(
-        expr, lambda load: plan.shared[load.buffer][zero] if load.buffer in plan.shared else None
-    )
+    return rewrite_loads(expr, plan.load)
 
 
-def _reduction(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
+def block_reduction(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
     assert stage.init is not None and stage.source is not None and stage.combiner is not None
     nrows = len(plan.rows)
     dtype = stage.init.buffer.dtype
@@ -157,38 +226,66 @@ def _reduction(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr
         ForKind.SERIAL,
         IfThenElse(flat < total, let_indices(flat, reduce_vars, reduce_extents, update)),
     )
-    parts: list[Stmt] = [
-        BufferStore(acc, start, [zero]),
-        accumulate,
-        BufferStore(red, acc[zero], [tx]),
-        _barrier(),
-    ]
-    width = threads // 2
-    while width >= 1:
-        parts.append(
-            IfThenElse(tx < width, BufferStore(red, combine(red[tx], red[tx + width]), [tx]))
-        )
-        parts.append(_barrier())
-        width //= 2
-    result: PrimExpr = red[zero]
+    parts: list[Stmt] = [BufferStore(acc, start, [zero]), accumulate]
+    warp = str(dtype) in SHUFFLE_DTYPES and threads >= WARP_SIZE
+    if warp:
+        # Each warp combines its lanes' partials with shuffles; lane 0 of each warp leaves
+        # its value in shared memory, and the first lanes combine those the same way: two
+        # barriers instead of one per level of a shared-memory tree.
+        nwarps = threads // WARP_SIZE
+        red = Buffer(f"{stage.init.buffer.name}_red", (nwarps,), dtype, scope="shared")
+        lane, warp_id = tx % WARP_SIZE, tx // WARP_SIZE
+        parts += _warp_combine(acc, combine, WARP_SIZE)
+        parts.append(IfThenElse(EQ(lane, zero), BufferStore(red, acc[zero], [warp_id])))
+        parts.append(barrier())
+        if nwarps > 1:
+            slot = red[min_expr(tx, IntImm("int64", nwarps - 1))]
+            idle = const(0, dtype) if stage.combiner == "sum" else red[zero]
+            parts.append(BufferStore(acc, select(tx < nwarps, slot, idle), [zero]))
+            parts += _warp_combine(acc, combine, nwarps)
+        final: PrimExpr = acc[zero]
+    else:
+        red = Buffer(f"{stage.init.buffer.name}_red", (threads,), dtype, scope="shared")
+        parts += [BufferStore(red, acc[zero], [tx]), barrier()]
+        width = threads // 2
+        while width >= 1:
+            parts.append(
+                IfThenElse(tx < width, BufferStore(red, combine(red[tx], red[tx + width]), [tx]))
+            )
+            parts.append(barrier())
+            width //= 2
+        final = red[zero]
+    result: PrimExpr = final
     if stage.combiner == "sum":
         result = init + result
     out = stage.init.buffer
     if out in plan.shared:
-        store = BufferStore(plan.shared[out], result, [zero])
+        store = BufferStore(plan.shared[out], result, plan.index(out, stage.init.indices))
     else:
         store = BufferStore(out, result, stage.init.indices)
     parts.append(IfThenElse(EQ(tx, IntImm("int64", 0)), store))
-    parts.append(_barrier())
-    body = Allocate(acc, seq(*parts))
-    row_vars = [loop.loop_var for loop in stage.loops[:nrows]]
+    parts.append(barrier())
+    row_vars, _, units = split_loops(stage, nrows)
+    body = bind_units(units, Allocate(acc, seq(*parts)))
     return Allocate(red, let_indices(row, row_vars, plan.rows, body))
+
+
+def _warp_combine(acc: Buffer, combine: Any, width: int) -> list[Stmt]:
+    """Shuffle-down steps leaving in lane 0 the combination of the first ``width`` lanes'
+    ``acc[0]``."""
+    zero = IntImm("int64", 0)
+    steps: list[Stmt] = []
+    offset = width // 2
+    while offset >= 1:
+        steps.append(BufferStore(acc, combine(acc[zero], shfl_down(acc[zero], offset)), [zero]))
+        offset //= 2
+    return steps
 
 
 def _injective(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
     assert stage.store is not None
     nrows = len(plan.rows)
-    inner = stage.loops[nrows:]
+    row_vars, inner, units = split_loops(stage, nrows)
     inner_vars = [loop.loop_var for loop in inner]
     inner_extents = [loop.extent for loop in inner]
     total = product(inner_extents)
@@ -202,15 +299,18 @@ def _injective(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr
         ForKind.SERIAL,
         IfThenElse(flat < total, let_indices(flat, inner_vars, inner_extents, store)),
     )
-    row_vars = [lp.loop_var for lp in stage.loops[:nrows]]
-    return let_indices(row, row_vars, plan.rows, seq(loop, _barrier()))
+    return let_indices(row, row_vars, plan.rows, bind_units(units, seq(loop, barrier())))
 
 
 def row_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
     """The kernel: a block per row (see the module docstring)."""
     work: PrimExpr = IntImm("int64", 1)
     for stage in stages:
-        loops = stage.reduce_loops if stage.kind == "reduction" else stage.loops[len(plan.rows) :]
+        loops = (
+            stage.reduce_loops
+            if stage.kind == "reduction"
+            else split_loops(stage, len(plan.rows))[1]
+        )
         size = product([loop.extent for loop in loops])
         if isinstance(size, IntImm) and isinstance(work, IntImm):
             work = size if size.value > work.value else work
@@ -224,7 +324,7 @@ def row_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
             parts = []
             for stage in stages:
                 if stage.kind == "reduction":
-                    parts.append(_reduction(stage, plan, tx, threads, row))
+                    parts.append(block_reduction(stage, plan, tx, threads, row))
                 else:
                     parts.append(_injective(stage, plan, tx, threads, row))
             body = seq(*parts)

@@ -7,11 +7,16 @@
   for real without a GPU.
 * ``no_driver``: the driver state reset with ``RELAXVM_CUDA_LIBRARY`` naming a library that
   does not exist, i.e. a machine without an NVIDIA driver.
+* ``cuda_simulator``: a :class:`relaxvm_cuda.simulator.CUDASimulator` installed for the test
+  (kernels run their TIR on the CPU), so compiled models run end to end without a GPU;
+  :func:`simulated_cuda` does the same for a wider scope.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,6 +26,7 @@ import pytest
 from relaxvm_cuda import driver as driver_module
 from relaxvm_cuda.driver import DeviceAttribute
 from relaxvm_cuda.runtime_errors import CUDAUnavailableError, error_for
+from relaxvm_cuda.simulator import CUDASimulator
 
 
 def _gpu_skip_reason() -> str | None:
@@ -37,6 +43,8 @@ def _gpu_skip_reason() -> str | None:
         return f"the CUDA driver does not initialize: {err}"
     if count == 0:
         return "driver present but no device"
+    if not isinstance(driver_module.get_driver(), driver_module.CUDADriver):
+        return f"{driver_module.SIMULATOR_ENV} is on: the real driver is not in use"
     return None
 
 
@@ -224,13 +232,16 @@ def fake_driver() -> Iterator[FakeDriver]:
     from relaxvm.runtime.memory import clear_pools
 
     # Tensors of an earlier test may have been released into relaxvm's pools after that
-    # test ended: their blocks belong to its driver, so the pools start empty.
+    # test ended: their blocks belong to its driver, so the pools start empty (VMs hold
+    # reference cycles: collect them first, or they release blocks later).
+    gc.collect()
     clear_pools()
     fake = FakeDriver()
     driver_module.set_driver(fake)
     try:
         yield fake
     finally:
+        gc.collect()
         clear_pools()  # relaxvm's pools must not keep buffers of this driver
         driver_module.set_driver(None)
 
@@ -244,3 +255,39 @@ def no_driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
     finally:
         driver_module.set_driver(None)
+
+
+@contextlib.contextmanager
+def simulated_cuda(**options: Any) -> Iterator[CUDASimulator]:
+    """A :class:`CUDASimulator` (``options`` go to it) installed as the process-wide driver
+    inside the block; relaxvm's memory pools start and end empty (their blocks belong to
+    one driver)."""
+    from relaxvm.runtime.memory import clear_pools
+
+    # VMs hold reference cycles: one of an earlier test, collected during this one, would
+    # release its blocks (of another driver) into the pools. Collect them first.
+    gc.collect()
+    clear_pools()
+    simulator = CUDASimulator(**options)
+    driver_module.set_driver(simulator)
+    try:
+        yield simulator
+    finally:
+        gc.collect()
+        clear_pools()
+        driver_module.set_driver(None)
+
+
+@pytest.fixture
+def cuda_simulator() -> Iterator[CUDASimulator]:
+    """The simulated CUDA device installed for the test: ``relaxvm.cuda(0)`` exists (sm_80),
+    kernels launched there run their TIR on the reference interpreter."""
+    with simulated_cuda() as simulator:
+        yield simulator
+
+
+@pytest.fixture(scope="module")
+def cuda_simulator_module() -> Iterator[CUDASimulator]:
+    """:func:`cuda_simulator` for a whole test module (its tests share compiled VMs)."""
+    with simulated_cuda() as simulator:
+        yield simulator

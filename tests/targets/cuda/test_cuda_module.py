@@ -459,3 +459,15 @@ def test_repeated_calls_reuse_their_checks_but_not_across_shapes(add_driver: Any
     with pytest.raises(VMValueError, match=r"parameter 'b' dim 0 must be `n` = 4"):
         module["add"](a, short, out)
     assert len(add_driver.launches) == 3
+
+
+def test_a_failed_device_malloc_is_an_out_of_memory_error() -> None:
+    from relaxvm_cuda import codegen_func
+    from relaxvm_cuda.kernel import HEAP_FLAG, index_error
+    from relaxvm_cuda.runtime_errors import CUDAOutOfMemoryError
+
+    assert HEAP_FLAG == codegen_func.HEAP_FLAG
+    error = index_error([HEAP_FLAG, 0, 1 << 20, 0])
+    assert isinstance(error, CUDAOutOfMemoryError) and isinstance(error, MemoryError)
+    assert error.requested == 1 << 20
+    assert "scratch of 1048576 bytes does not fit the device heap" in str(error)

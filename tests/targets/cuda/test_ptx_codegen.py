@@ -8,7 +8,7 @@ import re
 import pytest
 
 from relaxvm.ir import Var
-from relaxvm.ir.tir import Call, PrimFunc, exp, te
+from relaxvm.ir.tir import Call, PrimFunc, exp, seq, te
 from relaxvm_cuda.codegen import compile_ptx
 from relaxvm_cuda.codegen_func import ERROR_SYMBOL
 from relaxvm_cuda.codegen_math import LLVM_INTRINSICS
@@ -108,19 +108,38 @@ def test_bad_arch_is_named(arch: object) -> None:
         compile_ptx([("add", workloads.add((2, 2)))], arch)  # type: ignore[arg-type]
 
 
-def test_symbolic_global_scratch_is_refused_with_the_buffer_name() -> None:
+def _symbolic_scratch_copy(scope: str) -> PrimFunc:
     from relaxvm.ir.tir import Allocate, Buffer, BufferStore, For, ForKind
 
     n = Var("n", "int64")
     a = te.placeholder((n,), "float32", name="A")
     out = te.compute((n,), lambda i: a[i], name="B")
     func = te.create_prim_func([a, out], name="copy")
-    tmp = Buffer("tmp", (n,), "float32")
-    i = Var("i", "int64")
-    body = Allocate(tmp, For(i, 0, n, ForKind.SERIAL, BufferStore(tmp, 1.0, [i])))
-    func = func.with_body(body)
-    with pytest.raises(CUDABuildError, match=r"kernel 'copy'.*'tmp'.*symbolic shape"):
-        compile_ptx([("copy", func)], "sm_80")
+    out_buffer = func.buffer_map[func.params[1]]
+    tmp = Buffer("tmp", (n,), "float32", scope=scope)
+    i, j = Var("i", "int64"), Var("j", "int64")
+    body = Allocate(
+        tmp,
+        seq(
+            For(i, 0, n, ForKind.SERIAL, BufferStore(tmp, 1.0, [i])),
+            For(j, 0, n, ForKind.SERIAL, BufferStore(out_buffer, tmp[j], [j])),
+        ),
+    )
+    return func.with_body(body)
+
+
+@needs_ptxas
+def test_symbolic_global_scratch_of_one_thread_comes_from_the_device_heap() -> None:
+    program = compile_ptx([("copy", _symbolic_scratch_copy("global"))], "sm_80")
+    assert "call.uni (retval0), malloc" in program.ptx and "call.uni free" in program.ptx
+    assert ERROR_SYMBOL in program.ptx  # a failed allocation is reported there
+    for arch in ARCHS:
+        ptxas_check(program.ptx, arch)
+
+
+def test_symbolic_shared_scratch_is_refused_with_the_buffer_name() -> None:
+    with pytest.raises(CUDABuildError, match=r"kernel 'copy'.*'tmp' \(shared\).*symbolic shape"):
+        compile_ptx([("copy", _symbolic_scratch_copy("shared"))], "sm_80")
 
 
 @needs_ptxas

@@ -59,7 +59,7 @@ from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
 from .intrin import BitwiseCall, Call, CheckIndex, checked_index, float_max, float_min
 from .intrin import IfThenElse as IfThenElseCall
-from .intrin_gpu import StorageSync
+from .intrin_gpu import ShflDown, StorageSync
 from .lower_blocks import lower_blocks
 from .stmt import (
     Allocate,
@@ -273,6 +273,10 @@ class _Compiler:
             from .interpreter_gpu import check_no_barrier_expr
 
             check_no_barrier_expr(self, node)
+        if isinstance(node, ShflDown):
+            from .interpreter_gpu import compile_shuffle_expr
+
+            return compile_shuffle_expr(self, node)
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, And):

@@ -17,8 +17,14 @@ fastest), every thread of the block runs the subtree with its own copy of the va
   A block where some threads wait at a barrier while others have finished raises (a
   divergent ``__syncthreads`` deadlocks or misbehaves on a GPU).
 
-Without barriers the threads of a block run one after another, which is a valid execution
-of any race-free kernel.
+* a ``BufferStore`` whose value holds ``T.shfl_down(value, delta)`` is a warp exchange, run
+  like a barrier in two phases: every thread of the block posts its operands, then each
+  reads the operand its source lane posted (its own where the lane is past the warp's end)
+  and finishes the store; a second phase boundary keeps the posted values until every
+  thread has read them.
+
+Without barriers or shuffles the threads of a block run one after another, which is a
+valid execution of any race-free kernel.
 """
 
 from __future__ import annotations
@@ -32,14 +38,30 @@ import numpy as np
 
 from ...errors import VMValueError
 from ..expr import PrimExpr
-from .intrin_gpu import StorageSync
-from .stmt import Allocate, Evaluate, For, ForKind, IfThenElse, LetStmt, SeqStmt, Stmt
+from .intrin_gpu import WARP_SIZE, ShflDown, StorageSync
+from .stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
 from .stmt_functor import post_order_visit
 
 if TYPE_CHECKING:
     from .interpreter import _Compiler
 
-__all__ = ["AXES", "ThreadContext", "compile_thread_loop", "has_barrier"]
+__all__ = [
+    "AXES",
+    "ThreadContext",
+    "compile_shuffle_expr",
+    "compile_thread_loop",
+    "has_barrier",
+]
 
 Env = dict[Any, Any]
 StmtFn = Callable[[Env], None]
@@ -50,6 +72,8 @@ AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", 
 
 #: The environment key of the running thread's :class:`ThreadContext`.
 THREAD_KEY = object()
+#: The environment key of the values this thread's shuffles received (by node id).
+SHUFFLE_KEY = object()
 
 _MISSING = object()
 
@@ -60,6 +84,8 @@ class ThreadContext:
 
     index: dict[str, int]
     shared: dict[int, np.ndarray] = field(default_factory=dict)
+    linear: int = 0  # the thread's index in its block (x fastest): its lane is linear % 32
+    mailbox: dict[tuple[int, int], Any] = field(default_factory=dict)  # shuffles, per block
 
 
 def is_barrier(stmt: Stmt) -> bool:
@@ -67,10 +93,34 @@ def is_barrier(stmt: Stmt) -> bool:
     return isinstance(stmt, Evaluate) and isinstance(stmt.value, StorageSync)
 
 
+def shuffles_of(stmt: Stmt) -> list[ShflDown]:
+    """The warp shuffles in the value of a ``BufferStore`` (none for other statements)."""
+    if not isinstance(stmt, BufferStore) or not _holds_shuffle(stmt.value):
+        return []
+    from ..expr_functor import post_order_visit as visit_expr
+
+    found: list[ShflDown] = []
+    visit_expr(stmt.value, lambda n: found.append(n) if isinstance(n, ShflDown) else None)
+    return found
+
+
+def _holds_shuffle(expr: PrimExpr) -> bool:
+    from ..expr_functor import post_order_visit as visit_expr
+
+    found: list[Any] = []
+    visit_expr(expr, lambda n: found.append(n) if isinstance(n, ShflDown) else None)
+    return bool(found)
+
+
+def is_sync_point(stmt: Stmt) -> bool:
+    """Whether ``stmt`` is a barrier or a store exchanging values across a warp."""
+    return is_barrier(stmt) or bool(shuffles_of(stmt))
+
+
 def has_barrier(stmt: Stmt) -> bool:
-    """Whether a barrier occurs anywhere in ``stmt``."""
+    """Whether a barrier (or a warp shuffle) occurs anywhere in ``stmt``."""
     found = []
-    post_order_visit(stmt, lambda node: found.append(node) if is_barrier(node) else None)
+    post_order_visit(stmt, lambda node: found.append(node) if is_sync_point(node) else None)
     return bool(found)
 
 
@@ -118,9 +168,12 @@ def compile_thread_loop(compiler: _Compiler, node: For) -> StmtFn:
         block = [range(dims[a]) for a in AXES[:2:-1]]
         for bz, by, bx in itertools.product(*grid):
             shared: dict[int, np.ndarray] = {}
+            mailbox: dict[tuple[int, int], Any] = {}
             contexts = [
-                ThreadContext(dict(zip(AXES, (bx, by, bz, tx, ty, tz), strict=True)), shared)
-                for tz, ty, tx in itertools.product(*block)
+                ThreadContext(
+                    dict(zip(AXES, (bx, by, bz, tx, ty, tz), strict=True)), shared, k, mailbox
+                )
+                for k, (tz, ty, tx) in enumerate(itertools.product(*block))
             ]
             if thread_gen is None:
                 for ctx in contexts:
@@ -190,6 +243,8 @@ def compile_gen(compiler: _Compiler, node: Stmt) -> GenFn:
             yield
 
         return barrier
+    if shuffles_of(node):
+        return _gen_shuffle_store(compiler, node)
     if isinstance(node, SeqStmt):
         parts = [_part(compiler, item) for item in node.seq]
 
@@ -243,6 +298,56 @@ def compile_gen(compiler: _Compiler, node: Stmt) -> GenFn:
 
         return run_allocate
     raise compiler.error(f"a barrier inside a {type(node).__name__} is not supported")
+
+
+def _gen_shuffle_store(compiler: _Compiler, node: Stmt) -> GenFn:
+    nodes = shuffles_of(node)
+    for shuffle in nodes:
+        if any(_holds_shuffle(arg) for arg in shuffle.args):
+            raise compiler.error(f"`{shuffle}`: a shuffle inside a shuffle's operand")
+    operands = [(id(s), compiler.expr(s.args[0]), compiler.expr(s.args[1])) for s in nodes]
+    store = compiler.stmt(node)
+
+    def run_shuffle(env: Env) -> Generator[None, None, None]:
+        ctx = env.get(THREAD_KEY)
+        if ctx is None:
+            raise compiler.error("T.shfl_down outside a kernel")
+        own = {}
+        for key, value_fn, delta_fn in operands:
+            value, delta = value_fn(env), int(delta_fn(env))
+            ctx.mailbox[(key, ctx.linear)] = value
+            own[key] = (value, delta)
+        yield  # every thread of the block has posted its operands
+        received = {}
+        for key, (value, delta) in own.items():
+            inside = 0 <= ctx.linear % WARP_SIZE + delta < WARP_SIZE
+            source = (key, ctx.linear + delta)
+            received[key] = ctx.mailbox.get(source, value) if inside else value
+        saved = env.get(SHUFFLE_KEY, _MISSING)
+        env[SHUFFLE_KEY] = received
+        store(env)
+        _restore(env, SHUFFLE_KEY, saved)
+        yield  # every thread has read before any posts again
+
+    return run_shuffle
+
+
+def compile_shuffle_expr(compiler: _Compiler, node: ShflDown) -> Callable[[Env], Any]:
+    """The closure of ``T.shfl_down``: the value its statement's exchange received (see
+    :func:`_gen_shuffle_store`); outside an exchange (a store the kernel does not run in
+    phases) it is an error."""
+    key = id(node)
+
+    def received(env: Env) -> Any:
+        values = env.get(SHUFFLE_KEY)
+        if values is None or key not in values:
+            raise compiler.error(
+                f"`{node}` must be the value of a BufferStore run inside a kernel (a warp "
+                "exchange every thread of the block reaches)"
+            )
+        return values[key]
+
+    return received
 
 
 def _part(compiler: _Compiler, node: Stmt) -> tuple[GenFn | None, StmtFn]:

@@ -1,0 +1,245 @@
+"""Contractions (matmul, batch matmul, dense, convolution as an implicit GEMM) tiled in shared
+memory with register blocking.
+
+A sum reduction whose source is a product ``a * b`` (possibly under a cast) is read as a
+GEMM: the spatial variables only ``a`` uses are the *M* side, those only ``b`` uses the *N*
+side, the rest (used by both, or by neither) the batch; the reduction variables, flattened,
+are *K*. A matmul has M = (i,), N = (j,), K = (k,); a convolution NCHW has M = (co,),
+N = (n, oh, ow) and K = (ci, kh, kw), with the padding and strides inside ``b``'s index
+expressions (an implicit GEMM: the im2col matrix is never built). The side holding the
+output's last axis is N, so consecutive threads store consecutive elements.
+
+Each block computes a ``BM x BN`` tile (16 to 128 a side, by the sizes) of one batch element
+with 256 threads (16 x 16), each thread a ``BM/16 x BN/16`` micro-tile (up to 8 x 8) kept in
+registers (the unrolled loops index a local
+array with constants, which LLVM promotes to registers). For every ``BK = 16`` slice of K,
+the block stages ``a`` (BK x BM, padded by one column against bank conflicts) and ``b``
+(BK x BN) in shared memory, zero-filled outside the matrix, then each thread multiplies the
+slice's rows into its micro-tile. Elementwise consumers (bias, activation) are folded into
+the final store (:func:`relaxvm.ir.tir.stage_epilogue.find_epilogue`); out-of-range
+elements of the last tiles are guarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from relaxvm.ir import IntImm, Mul, PrimExpr, Var
+from relaxvm.ir.expr_functor import free_vars, substitute
+from relaxvm.ir.op import cast, const
+from relaxvm.ir.tir import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    Stmt,
+    seq,
+)
+from relaxvm.ir.tir.intrin_gpu import storage_sync
+from relaxvm.ir.tir.stage_epilogue import Epilogue, find_epilogue
+from relaxvm.ir.tir.stages import Stage
+
+from .common import bound_loop, ceildiv, let_indices, product
+
+__all__ = ["GemmPlan", "gemm_kernel", "plan_gemm"]
+
+#: Threads per block (a 16 x 16 grid) and the depth of a K slice.
+SIDE = 16
+BK = 16
+
+
+@dataclass
+class GemmPlan:
+    """A contraction read as a batched GEMM (see the module docstring)."""
+
+    stage: Stage
+    epilogue: Epilogue
+    a: PrimExpr  # the operand over (batch, M, K)
+    b: PrimExpr  # the operand over (batch, N, K)
+    template: PrimExpr  # the source with ``a``/``b`` replaced by ``va``/``vb``
+    va: Var
+    vb: Var
+    batch: list[For]
+    m: list[For]
+    n: list[For]
+    bm: int
+    bn: int
+
+
+def _split_product(source: PrimExpr) -> tuple[PrimExpr, PrimExpr, PrimExpr, Var, Var] | None:
+    from relaxvm.ir import Cast
+
+    outer = None
+    node = source
+    if isinstance(node, Cast):
+        outer, node = node, node.value
+    if not isinstance(node, Mul):
+        return None
+    a, b = node.a, node.b
+    va, vb = Var("a_value", a.dtype), Var("b_value", b.dtype)
+    template: PrimExpr = node.with_operands(va, vb)
+    if outer is not None:
+        template = outer.with_operands(template)
+    return a, b, template, va, vb
+
+
+def _tile(extent: PrimExpr) -> int:
+    """The tile edge for a side of ``extent`` elements: the smallest of 16, 32, 64 that
+    holds it, 64 up to 255, else 128 (also when symbolic: an 8-wide micro-tile per thread,
+    64 products per 16 shared-memory reads, where a large matrix needs them)."""
+    if isinstance(extent, IntImm):
+        for size in (16, 32, 64):
+            if extent.value <= size:
+                return size
+        if extent.value < 256:
+            return 64
+    return 128
+
+
+def plan_gemm(stages: list[Stage], scratch: list[Buffer]) -> GemmPlan | None:
+    """A :class:`GemmPlan` when the function is one contraction and its elementwise
+    consumers, else None."""
+    if not stages or stages[0].kind != "reduction" or stages[0].combiner != "sum":
+        return None
+    stage = stages[0]
+    if stage.condition is not None or stage.source is None or stage.init is None:
+        return None
+    split = _split_product(stage.source)
+    if split is None:
+        return None
+    a, b, template, va, vb = split
+    epilogue = find_epilogue(stages, 0, set(scratch))
+    if len(epilogue.inlined) != len(stages) - 1 or set(scratch) - set(epilogue.dropped):
+        return None
+    spatial = list(stage.loops)
+    if not spatial:
+        return None
+    reduce_vars = {loop.loop_var for loop in stage.reduce_loops}
+    a_vars, b_vars = set(free_vars(a)), set(free_vars(b))
+    if not (a_vars & reduce_vars) or not (b_vars & reduce_vars):
+        return None  # not a contraction over the reduction
+    m_side = [lp for lp in spatial if lp.loop_var in a_vars and lp.loop_var not in b_vars]
+    n_side = [lp for lp in spatial if lp.loop_var in b_vars and lp.loop_var not in a_vars]
+    batch = [lp for lp in spatial if lp not in m_side and lp not in n_side]
+    last = spatial[-1]
+    if last in m_side:  # the output's last axis on N: coalesced stores
+        a, b, va, vb, m_side, n_side = b, a, vb, va, n_side, m_side
+    bm = _tile(product([lp.extent for lp in m_side]))
+    bn = _tile(product([lp.extent for lp in n_side]))
+    return GemmPlan(stage, epilogue, a, b, template, va, vb, batch, m_side, n_side, bm, bn)
+
+
+def _unrolled(name: str, extent: int, make: Callable[[Var], Stmt]) -> For:
+    var = Var(name, "int64")
+    return For(var, 0, extent, ForKind.UNROLLED, make(var))
+
+
+def gemm_kernel(plan: GemmPlan) -> Stmt:
+    """The tiled kernel of ``plan`` (see the module docstring)."""
+    stage, ep = plan.stage, plan.epilogue
+    assert stage.init is not None
+    threads = SIDE * SIDE
+    bm, bn = plan.bm, plan.bn
+    rm, rn = bm // SIDE, bn // SIDE
+    m_vars = [lp.loop_var for lp in plan.m]
+    n_vars = [lp.loop_var for lp in plan.n]
+    b_vars = [lp.loop_var for lp in plan.batch]
+    k_vars = [lp.loop_var for lp in stage.reduce_loops]
+    m_ext = [lp.extent for lp in plan.m]
+    n_ext = [lp.extent for lp in plan.n]
+    b_ext = [lp.extent for lp in plan.batch]
+    k_ext = [lp.extent for lp in stage.reduce_loops]
+    big_m, big_n, big_k = product(m_ext), product(n_ext), product(k_ext)
+    tiles_m, tiles_n = ceildiv(big_m, bm), ceildiv(big_n, bn)
+    nblocks = product([*b_ext, tiles_m, tiles_n])
+    acc_dtype = stage.init.buffer.dtype
+    s_a = Buffer("a_tile", (BK, bm + 1), plan.a.dtype, scope="shared")
+    s_b = Buffer("b_tile", (BK, bn), plan.b.dtype, scope="shared")
+    acc = Buffer("acc", (rm * rn,), acc_dtype, scope="local")
+    a_reg = Buffer("a_reg", (rm,), plan.a.dtype, scope="local")
+    b_reg = Buffer("b_reg", (rn,), plan.b.dtype, scope="local")
+
+    def thread(block: Var, tid: Var) -> Stmt:
+        tile_n = block % tiles_n
+        rest = block // tiles_n
+        tile_m = rest % tiles_m
+        flat_batch = rest // tiles_m
+        ty, tx = tid // SIDE, tid % SIDE
+        kt = Var("k_tile", "int64")
+
+        def load(buffer: Buffer, value: PrimExpr, edge: int, vars_: list[Var],
+                 extents: list[PrimExpr], total: PrimExpr, tile: PrimExpr, m_major: bool) -> Stmt:  # fmt: skip
+            def body(step: Var) -> Stmt:
+                e = step * threads + tid
+                # a: K fastest across threads (A[i, k] rows are contiguous in k); b: N fastest.
+                kk, mm = (e % BK, e // BK) if m_major else (e // edge, e % edge)
+                row, k = tile * edge + mm, kt * BK + kk
+                inside = (row < total) & (k < big_k)
+                stmt = let_indices(row, vars_, extents, let_indices(k, k_vars, k_ext,
+                                   BufferStore(buffer, value, [kk, mm])))  # fmt: skip
+                return IfThenElse(
+                    inside, stmt, BufferStore(buffer, const(0, buffer.dtype), [kk, mm])
+                )
+
+            return _unrolled("ld", edge * BK // threads, make=body)
+
+        def step(kk: Var) -> Stmt:
+            fill_a = _unrolled(
+                "r", rm, make=lambda r: BufferStore(a_reg, s_a[kk, ty + SIDE * r], [r])
+            )
+            fill_b = _unrolled(
+                "c", rn, make=lambda c: BufferStore(b_reg, s_b[kk, tx + SIDE * c], [c])
+            )
+
+            def fma(r: Var, c: Var) -> Stmt:
+                term = substitute(plan.template, {plan.va: a_reg[r], plan.vb: b_reg[c]})
+                return BufferStore(acc, acc[r * rn + c] + term, [r * rn + c])
+
+            update = _unrolled("r", rm, make=lambda r: _unrolled("c", rn, make=lambda c: fma(r, c)))
+            return seq(fill_a, fill_b, update)
+
+        k_loop = For(
+            kt,
+            0,
+            ceildiv(big_k, BK),
+            ForKind.SERIAL,
+            seq(
+                load(s_a, plan.a, bm, m_vars, m_ext, big_m, tile_m, True),
+                load(s_b, plan.b, bn, n_vars, n_ext, big_n, tile_n, False),
+                Evaluate(storage_sync()),
+                _serial_k(step),
+                Evaluate(storage_sync()),
+            ),
+        )
+        zero = _unrolled("z", rm * rn, make=lambda z: BufferStore(acc, const(0, acc_dtype), [z]))
+
+        def store(r: Var, c: Var) -> Stmt:
+            row = tile_m * bm + ty + SIDE * r
+            col = tile_n * bn + tx + SIDE * c
+            result = stage.init.value + acc[r * rn + c]  # type: ignore[union-attr]
+            value = substitute(ep.value, {ep.acc: result})
+            out = BufferStore(ep.buffer, value, list(ep.indices))
+            bound = let_indices(row, m_vars, m_ext, let_indices(col, n_vars, n_ext, out))
+            return IfThenElse((row < big_m) & (col < big_n), bound)
+
+        stores = _unrolled("r", rm, make=lambda r: _unrolled("c", rn, make=lambda c: store(r, c)))
+        body = seq(zero, k_loop, stores)
+        body = Allocate(acc, Allocate(a_reg, Allocate(b_reg, body)))
+        body = let_indices(flat_batch, b_vars, b_ext, body) if b_vars else body
+        return Allocate(s_a, Allocate(s_b, body))
+
+    return bound_loop(
+        "blockIdx_x",
+        cast(nblocks, "int64"),
+        "blockIdx.x",
+        lambda block: bound_loop("threadIdx_x", threads, "threadIdx.x", lambda t: thread(block, t)),
+    )
+
+
+def _serial_k(step: Callable[[Var], Stmt]) -> For:
+    kk = Var("kk", "int64")
+    return For(kk, 0, BK, ForKind.SERIAL, step(kk))
