@@ -29,6 +29,7 @@ from ._kernel import (
     shape_of,
     tensor_arg,
 )
+from .nn_layouts import LayoutSpec, in_any_layout
 
 __all__: list[str] = []
 
@@ -107,6 +108,7 @@ def _outside(coord: PrimExpr, size: PrimExpr) -> PrimExpr:
 
 
 @legalizes("relax.image.resize2d")
+@in_any_layout(lambda call: LayoutSpec((("layout", "NCHW"), None), out_attr="layout"))
 def legalize_resize2d(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """Nearest or bilinear sampling of NCHW data at the mapped coordinates."""
     d_shape = shape_of(tensor_arg(call, 0, "data"))

@@ -51,7 +51,7 @@ def test_resize2d_shapes_attrs_and_dtype() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"layout": "NHWC"}, r"only the NCHW layout is supported, got 'NHWC'"),
+        ({"layout": "NCHW4c"}, r"layout 'NCHW4c' is not a permutation of 'NCHW'"),
         ({"method": "area"},
          r"method must be one of 'nearest_neighbor', 'linear', 'cubic', got 'area'"),
         ({"coordinate_transformation_mode": "tf_half_pixel"},
@@ -102,3 +102,20 @@ def test_reference_modes() -> None:
     np.testing.assert_array_equal(nearest[0, 0, 0], [0, 0, 1, 1, 2, 2, 3, 3])
     half = resize2d_ref(x, (1, 2), "linear", "half_pixel")
     np.testing.assert_allclose(half[0, 0, 0], [0.5, 2.5])
+
+
+def test_resize2d_in_nhwc_matches_nchw() -> None:
+    import relaxvm
+
+    x = np.random.default_rng(3).random((1, 2, 4, 5), dtype="float32")
+    results = []
+    for layout, data in (("NCHW", x), ("NHWC", np.ascontiguousarray(x.transpose(0, 2, 3, 1)))):
+        var = rx.Var("x", TensorStructInfo(data.shape, "float32"))
+        bb = rx.BlockBuilder()
+        with bb.function("main", [var]):
+            bb.emit_func_output(bb.emit(op.image.resize2d(var, (7, 3), layout=layout)))
+        mod = bb.finalize()
+        assert same(mod["main"].ret_struct_info, (1, 7, 3, 2) if layout == "NHWC" else (1, 2, 7, 3))
+        vm = relaxvm.VirtualMachine(relaxvm.compile(mod, "llvm"), relaxvm.cpu())
+        results.append(vm["main"](relaxvm.tensor(data)).numpy())
+    np.testing.assert_allclose(results[1], results[0].transpose(0, 2, 3, 1), rtol=1e-6)

@@ -1,6 +1,6 @@
 """Image ops (``relax.image.*``): ``resize2d`` with TVM v0.23's signature and attributes.
 
-Supported: the NCHW layout; the methods ``"nearest_neighbor"``, ``"linear"`` and ``"cubic"``
+Supported: NCHW data or any permutation of its axes (NHWC...); the methods ``"nearest_neighbor"``, ``"linear"`` and ``"cubic"``
 (Keys' cubic convolution with ``cubic_alpha``, optionally excluding outside pixels); every
 coordinate transformation mode of TVM and ONNX: ``"half_pixel"``, ``"align_corners"``,
 ``"asymmetric"``, ``"pytorch_half_pixel"``, ``"tf_half_pixel_for_nn"`` and
@@ -27,6 +27,7 @@ from ._common import (
     shape_arg_values,
     tensor,
 )
+from .nn_layout import from_canonical, layout_perm, to_canonical
 from .registry import InferContext, OpError, register_op
 
 __all__ = ["resize2d"]
@@ -64,7 +65,9 @@ def _infer_resize2d(call: Call, ctx: InferContext) -> StructInfo:
     d = data.shape_values
     if d is None or size is None:
         return tensor(None, dtype, 4, like=data)
-    return tensor([d[0], d[1], size[0], size[1]], dtype, like=data)
+    perm = layout_perm("relax.image.resize2d", "layout", ctx.attr(call, "layout", "NCHW"), "NCHW")
+    n, c = to_canonical(d, perm)[:2]
+    return tensor(from_canonical([n, c, size[0], size[1]], perm), dtype, like=data)
 
 
 register_op(
@@ -73,7 +76,7 @@ register_op(
     infer=_infer_resize2d,
     attrs={
         "roi": "(start_h, start_w, end_h, end_w), for tf_crop_and_resize only",
-        "layout": "NCHW",
+        "layout": "data and result axes: a permutation of NCHW",
         "method": "nearest_neighbor, linear or cubic",
         "coordinate_transformation_mode": "how output coordinates map to input ones",
         "rounding_method": "nearest_neighbor's rounding",
@@ -82,7 +85,7 @@ register_op(
         "extrapolation_value": "value outside the image (tf_crop_and_resize)",
         "out_dtype": "result dtype",
     },
-    doc="2-d image resize, NCHW",
+    doc="2-d image resize (NCHW, or a permutation of those axes)",
 )
 
 
@@ -118,7 +121,7 @@ def resize2d(
         ``(start_h, start_w, end_h, end_w)`` as fractions of the image, for
         ``tf_crop_and_resize`` only.
     layout : str
-        Only ``"NCHW"``.
+        ``"NCHW"`` or a permutation of its axes (``"NHWC"``): the data and the result.
     method : {"nearest_neighbor", "linear", "cubic"}
         ``"cubic"`` weighs the 4 x 4 neighbours with Keys' cubic kernel of parameter
         ``cubic_alpha`` (indices clamped into the image).
@@ -149,8 +152,7 @@ def resize2d(
         A ``relax.image.resize2d`` call of shape ``(N, C, height, width)``.
     """
     name = "relax.image.resize2d"
-    if layout != "NCHW":
-        raise OpError(f"{name}: only the NCHW layout is supported, got {layout!r}")
+    layout_perm(name, "layout", layout, "NCHW")  # any permutation of NCHW (NHWC...)
     method = _choice(name, "method", method, METHODS)
     mode = _choice(
         name, "coordinate_transformation_mode", coordinate_transformation_mode, COORDINATE_MODES
