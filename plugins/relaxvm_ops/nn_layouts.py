@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from relaxvm.ir.relax import BlockBuilder, Call
-from relaxvm.ir.relax._base import RelaxExpr
-from relaxvm.ir.relax.op._common import make_call
+from relaxvm.ir.relax import BlockBuilder, Call, Op, RelaxExpr
 from relaxvm.ir.relax.op.manipulate import permute_dims
 from relaxvm.ir.relax.op.nn_layout import DATA_LAYOUTS, kernel_layout_of, layout_perm
 
@@ -91,7 +89,7 @@ def in_any_layout(
                     args[index] = _transpose(bb, args[index], list(perm))
             names = {e[0] for e in spec.operands if e is not None} | {spec.out_attr}
             attrs = {k: v for k, v in (call.attrs or {}).items() if k not in names}
-            inner = bb.normalize(make_call(name, args, attrs))
+            inner = bb.normalize(Call(Op.get(name), args, attrs))
             assert isinstance(inner, Call)
             result = bb.emit(canonical(bb, inner))
             if out_perm is None:

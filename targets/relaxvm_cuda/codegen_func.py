@@ -26,7 +26,7 @@ import math
 
 import llvmlite.ir as ir
 
-from relaxvm.ir import IntImm, PrimExpr, Var
+from relaxvm.ir import IntImm, PrimExpr
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Allocate, Call, Evaluate, For, ForKind, Stmt
 from relaxvm.ir.tir.intrin import CheckIndex
@@ -204,13 +204,7 @@ class PTXFunctionCodegen(FunctionCodegen):
             with b.if_then(b.icmp_signed("<", index, self.scalar(stmt.extent))):
                 self.emit_stmt(stmt.body)
         self._thread_depth -= 1
-        self._restore_var(stmt.loop_var, saved)
-
-    def _restore_var(self, var: Var, saved: Lane | None) -> None:
-        if saved is None:
-            self.env.pop(var, None)
-        else:
-            self.env[var] = saved
+        self._restore(stmt.loop_var, saved)
 
     def _allocate(self, stmt: Allocate) -> None:
         buffer = stmt.buffer

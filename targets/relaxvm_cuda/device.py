@@ -150,14 +150,11 @@ class PooledDeviceAllocator(NaiveDeviceAllocator):
                 self._count_in(size)
                 return bucket.pop(), size
         try:
-            pointer = self._device_alloc(size)
+            return super().alloc(nbytes)
         except CUDAOutOfMemoryError:
             if not self.release_cached():
                 raise
-            pointer = self._device_alloc(size)  # raises again when it still does not fit
-        with self._lock:
-            self._count_in(size)
-        return pointer, size
+            return super().alloc(nbytes)  # raises again when it still does not fit
 
     def free(self, pointer: int, size: int) -> None:
         with self._lock:

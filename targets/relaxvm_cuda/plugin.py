@@ -12,6 +12,8 @@ from typing import Any
 from relaxvm import hookimpl
 from relaxvm.registry import FunctionRegistrar, TargetKind, TargetRegistrar
 
+from .options import TARGET_OPTIONS
+
 
 def _build(mod, target):  # type: ignore[no-untyped-def]
     from .target import build
@@ -69,22 +71,6 @@ def relaxvm_register_targets(register: TargetRegistrar) -> None:
             serialize=_serialize,
             load=_load,
             doc="NVIDIA GPU kernels: TIR -> LLVM NVPTX -> PTX, run through the CUDA driver",
-            # The names of relaxvm_cuda.target.TARGET_OPTIONS (not imported: loading the
-            # plugin must stay cheap).
-            options={
-                "arch": "the sm_XY to generate PTX for (default: the device's, else sm_80)",
-                "mcpu": "accepted when equal to arch",
-                "max_num_threads": "threads per block the schedules may use (default 1024)",
-                "max_threads_per_block": "threads per block the schedules may use (default 1024)",
-                "thread_warp_size": "warp size: 32",
-                "max_shared_memory_per_block": "shared memory per block in bytes (default 48K)",
-                "registers_per_block": "registers per block",
-                "l2_cache_size_bytes": "L2 cache size in bytes",
-                "libs": "accepted, ignored (TVM's external libraries)",
-                "model": "accepted, ignored (the GPU model name)",
-                "keys": "accepted, ignored",
-                "tag": "accepted, ignored",
-                "device": "accepted, ignored",
-            },
+            options=dict(TARGET_OPTIONS),
         )
     )

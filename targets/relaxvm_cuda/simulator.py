@@ -40,7 +40,7 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -57,11 +57,13 @@ from .program import PTXKernel
 from .runtime_errors import CUDAUnavailableError, error_for
 
 __all__ = [
+    "LAUNCH_LIMITS",
     "SIMULATOR_ENV",
     "CUDASimulator",
     "CUDASimulatorError",
     "SimulatedFunction",
     "SimulatedModule",
+    "device_attribute",
     "simulator_enabled",
 ]
 
@@ -74,6 +76,41 @@ _INDEX_MESSAGE = re.compile(
     r"(?P<op>.+?): index (?P<index>-?\d+) is out of range for "
     r"(?:the flattened input|axis (?P<axis>-?\d+)) with size (?P<extent>-?\d+) "
 )
+
+
+#: The launch limits the simulator reports (those of every GPU since compute capability 3.0).
+LAUNCH_LIMITS: Mapping[int, int] = MappingProxyType(
+    {
+        DeviceAttribute.MAX_THREADS_PER_BLOCK: 1024,
+        DeviceAttribute.MAX_BLOCK_DIM_X: 1024,
+        DeviceAttribute.MAX_BLOCK_DIM_Y: 1024,
+        DeviceAttribute.MAX_BLOCK_DIM_Z: 64,
+        DeviceAttribute.MAX_GRID_DIM_X: 2**31 - 1,
+        DeviceAttribute.MAX_GRID_DIM_Y: 65535,
+        DeviceAttribute.MAX_GRID_DIM_Z: 65535,
+    }
+)
+
+
+def device_attribute(
+    capability: tuple[int, int], attributes: Mapping[int, int], attribute: int
+) -> int:
+    """A ``CUdevice_attribute`` of a simulated device: the compute capability's parts from
+    ``capability``, any other from ``attributes``.
+
+    Raises
+    ------
+    relaxvm_cuda.runtime_errors.CUDAError
+        ``CUDA_ERROR_INVALID_VALUE`` for an attribute the device does not report.
+    """
+    if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MAJOR:
+        return capability[0]
+    if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MINOR:
+        return capability[1]
+    value = attributes.get(attribute)
+    if value is None:
+        raise error_for(1, "cuDeviceGetAttribute", None, context=f"attribute {attribute}")
+    return value
 
 
 class CUDASimulatorError(DeviceError):
@@ -178,13 +215,7 @@ class CUDASimulator:
         self._blocks: dict[int, tuple[np.ndarray, int, int, int]] = {}
         self._starts: list[int] = []  # sorted keys of _blocks
         self.attributes = {
-            DeviceAttribute.MAX_THREADS_PER_BLOCK: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_X: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_Y: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_Z: 64,
-            DeviceAttribute.MAX_GRID_DIM_X: 2**31 - 1,
-            DeviceAttribute.MAX_GRID_DIM_Y: 65535,
-            DeviceAttribute.MAX_GRID_DIM_Z: 65535,
+            **LAUNCH_LIMITS,
             DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK: 48 * 1024,
             DeviceAttribute.WARP_SIZE: 32,
             DeviceAttribute.MULTIPROCESSOR_COUNT: 1,
@@ -210,14 +241,7 @@ class CUDASimulator:
 
     def attribute(self, ordinal: int, attribute: int) -> int:
         self._check(ordinal)
-        if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MAJOR:
-            return self.capability[0]
-        if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MINOR:
-            return self.capability[1]
-        value = self.attributes.get(attribute)
-        if value is None:
-            raise error_for(1, "cuDeviceGetAttribute", None, context=f"attribute {attribute}")
-        return value
+        return device_attribute(self.capability, self.attributes, attribute)
 
     def compute_capability(self, ordinal: int) -> tuple[int, int]:
         self._check(ordinal)

@@ -39,6 +39,7 @@ from relaxvm.errors import ExecutableFormatError, VMValueError
 from relaxvm.target import TargetError
 
 from .module import CUDAModule, check_launch_expr
+from .options import TARGET_OPTIONS
 from .program import PTXKernel, PTXProgram
 
 __all__ = [
@@ -75,22 +76,6 @@ _MAX_KERNELS = 100_000
 DEFAULT_ARCH = "sm_80"
 _ARCH = re.compile(r"sm_[1-9][0-9]{1,2}[af]?\Z")
 
-#: Every attribute a ``cuda`` target accepts, with its description (``relaxvm plugins``).
-TARGET_OPTIONS: dict[str, str] = {
-    "arch": "the sm_XY to generate PTX for (default: the device's, else sm_80)",
-    "mcpu": "accepted when equal to arch",
-    "max_num_threads": "threads per block the schedules may use (default 1024)",
-    "max_threads_per_block": "threads per block the schedules may use (default 1024)",
-    "thread_warp_size": "warp size: 32",
-    "max_shared_memory_per_block": "shared memory per block in bytes (default 48K)",
-    "registers_per_block": "registers per block",
-    "l2_cache_size_bytes": "L2 cache size in bytes",
-    "libs": "accepted, ignored (TVM's external libraries)",
-    "model": "accepted, ignored (the GPU model name)",
-    "keys": "accepted, ignored",
-    "tag": "accepted, ignored",
-    "device": "accepted, ignored",
-}
 _INT_OPTIONS = (
     "max_num_threads",
     "max_threads_per_block",
@@ -209,22 +194,6 @@ def target_info(target: Any = None) -> CUDATargetInfo:
     )
 
 
-def _prim_funcs(mod: Any) -> list[tuple[str, Any]]:
-    """The kernels of ``mod`` by symbol, TIR blocks lowered to loops."""
-    from relaxvm.ir.tir import PrimFunc, lower_blocks
-
-    if isinstance(mod, PrimFunc):
-        return [(mod.name, lower_blocks(mod))]
-    items = mod.items() if hasattr(mod, "items") else list(mod)
-    funcs = []
-    for key, func in items:
-        if not isinstance(func, PrimFunc):
-            continue  # Relax functions are the VM's business
-        name = func.attrs.get("global_symbol") or getattr(key, "name_hint", key)
-        funcs.append((str(name), lower_blocks(func)))
-    return funcs
-
-
 def build(mod: Any, target: Any = None) -> CUDAModule:
     """Compile every ``tir.PrimFunc`` of ``mod`` (scheduled: loops bound to blocks and
     threads) into PTX kernels. Needs no GPU.
@@ -248,9 +217,11 @@ def build(mod: Any, target: Any = None) -> CUDAModule:
         An unknown target attribute or a malformed value.
     """
     info = target_info(target)
+    from relaxvm_llvm.target import named_prim_funcs  # kernels are listed as for the CPU
+
     from .codegen import compile_ptx  # llvmlite loads only when something is compiled
 
-    funcs = _prim_funcs(mod)
+    funcs = named_prim_funcs(mod)
     host = [(name, func) for name, func in funcs if func.attrs.get("tir.is_host_func")]
     kernels = [(name, func) for name, func in funcs if not func.attrs.get("tir.is_host_func")]
     host_module = _build_host(host) if host else None

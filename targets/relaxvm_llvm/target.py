@@ -57,6 +57,7 @@ __all__ = [
     "build",
     "default_attrs",
     "load",
+    "named_prim_funcs",
     "serialize",
     "target_info",
 ]
@@ -241,7 +242,7 @@ def _truth(name: str, value: Any) -> bool:
     raise TargetError(f"llvm target: -{name}={value!r} is not valid: expected a boolean")
 
 
-def _prim_funcs(mod: Any) -> list[tuple[str, PrimFunc]]:
+def named_prim_funcs(mod: Any) -> list[tuple[str, PrimFunc]]:
     """The kernels of ``mod`` by symbol, TIR blocks lowered to loops (the code generator and
     the schedules work on loop nests)."""
     if isinstance(mod, PrimFunc):
@@ -283,7 +284,7 @@ def build(mod: Any, target: Any = None) -> LLVMModule:
         An unknown target attribute or a malformed value (naming it).
     """
     info = target_info(target)
-    module = _build(_prim_funcs(mod), info)
+    module = _build(named_prim_funcs(mod), info)
     module.schedule = cpu_config(target).describe()
     return module
 

@@ -8,15 +8,28 @@ from collections.abc import Callable, Sequence
 
 from relaxvm.ir import IntImm, PrimExpr, Var
 from relaxvm.ir.op import cast
-from relaxvm.ir.tir import BufferLoad, For, ForKind, LetStmt, Stmt, StmtMutator
+from relaxvm.ir.tir import (
+    BufferLoad,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    Stmt,
+    StmtMutator,
+)
 from relaxvm.ir.tir.stage_epilogue import rewrite_loads
 
 __all__ = [
     "bound_loop",
     "ceildiv",
+    "element_per_thread",
+    "flat_grid",
     "let_indices",
+    "node_exprs",
     "product",
     "rewrite_stmt_loads",
+    "strided_over_threads",
     "threads_for",
 ]
 
@@ -68,6 +81,64 @@ def let_indices(
     for var, value in bindings:
         stmt = LetStmt(var, value, stmt)
     return stmt
+
+
+def flat_grid(
+    total: PrimExpr, thread: Callable[[PrimExpr], Stmt], threads: int = BLOCK_THREADS
+) -> For:
+    """``ceil(total / threads)`` blocks of ``threads`` threads, each running
+    ``thread(blockIdx.x * threads + threadIdx.x)`` (the last block's extra threads included:
+    ``thread`` guards them)."""
+    return bound_loop(
+        "blockIdx_x",
+        ceildiv(total, threads),
+        "blockIdx.x",
+        lambda bx: bound_loop(
+            "threadIdx_x", threads, "threadIdx.x", lambda tx: thread(bx * threads + tx)
+        ),
+    )
+
+
+def element_per_thread(
+    loop_vars: Sequence[Var], extents: Sequence[PrimExpr], body: Stmt, threads: int = BLOCK_THREADS
+) -> For:
+    """The loops over ``extents`` flattened over a :func:`flat_grid`: each thread runs ``body``
+    for one element (``loop_vars`` bound from its flat index), guarded against the end."""
+    total = product(extents)
+    return flat_grid(
+        total,
+        lambda flat: IfThenElse(flat < total, let_indices(flat, loop_vars, extents, body)),
+        threads,
+    )
+
+
+def strided_over_threads(
+    tx: Var, threads: int, loop_vars: Sequence[Var], extents: Sequence[PrimExpr], body: Stmt
+) -> For:
+    """The loops over ``extents`` flattened and shared out among the ``threads`` threads of a
+    block: thread ``tx`` runs ``body`` for the elements ``tx``, ``tx + threads``, ..."""
+    total = product(extents)
+    step = Var("j_outer", "int64")
+    flat = step * threads + tx
+    return For(
+        step,
+        0,
+        ceildiv(total, threads),
+        ForKind.SERIAL,
+        IfThenElse(flat < total, let_indices(flat, loop_vars, extents, body)),
+    )
+
+
+def node_exprs(node: object) -> list[PrimExpr]:
+    """The expressions a store, loop or branch holds itself (a store's value and indices, a
+    loop's bounds, a condition); none for any other node."""
+    if isinstance(node, BufferStore):
+        return [node.value, *node.indices]
+    if isinstance(node, For):
+        return [node.min, node.extent]
+    if isinstance(node, IfThenElse):
+        return [node.condition]
+    return []
 
 
 def threads_for(work: PrimExpr) -> int:

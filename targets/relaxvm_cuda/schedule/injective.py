@@ -3,11 +3,10 @@ threads, one element per thread, with a bounds guard for the last block."""
 
 from __future__ import annotations
 
-from relaxvm.ir import Var
-from relaxvm.ir.tir import IfThenElse, Stmt
+from relaxvm.ir.tir import Stmt
 from relaxvm.ir.tir.stages import Stage
 
-from .common import BLOCK_THREADS, bound_loop, ceildiv, let_indices, product
+from .common import BLOCK_THREADS, element_per_thread
 
 __all__ = ["injective_kernel"]
 
@@ -17,19 +16,4 @@ def injective_kernel(stage: Stage, threads: int = BLOCK_THREADS) -> Stmt:
     assert stage.store is not None
     loop_vars = [loop.loop_var for loop in stage.loops]
     extents = [loop.extent for loop in stage.loops]
-    total = product(extents)
-
-    store: Stmt = stage.store
-
-    def thread_body(bx: Var, tx: Var) -> Stmt:
-        flat = bx * threads + tx
-        return IfThenElse(flat < total, let_indices(flat, loop_vars, extents, store))
-
-    return bound_loop(
-        "blockIdx_x",
-        ceildiv(total, threads),
-        "blockIdx.x",
-        lambda bx: bound_loop(
-            "threadIdx_x", threads, "threadIdx.x", lambda tx: thread_body(bx, tx)
-        ),
-    )
+    return element_per_thread(loop_vars, extents, stage.store, threads)

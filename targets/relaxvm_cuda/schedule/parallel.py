@@ -17,7 +17,7 @@ inside the thread.
 
 from __future__ import annotations
 
-from relaxvm.ir import FloorMod, IntImm, PrimExpr, Var
+from relaxvm.ir import FloorMod, IntImm, PrimExpr
 from relaxvm.ir.expr_functor import free_vars
 from relaxvm.ir.op import max_expr
 from relaxvm.ir.structural import structural_equal
@@ -36,7 +36,13 @@ from relaxvm.ir.tir import (
 )
 from relaxvm.ir.tir.stages import Stage, loads_of, stage_reads
 
-from .common import BLOCK_THREADS, bound_loop, ceildiv, let_indices, product
+from .common import (
+    element_per_thread,
+    flat_grid,
+    let_indices,
+    node_exprs,
+    product,
+)
 
 __all__ = ["independent_injective_kernel", "outer_parallel_kernel"]
 
@@ -54,8 +60,7 @@ def independent_injective_kernel(stages: list[Stage]) -> Stmt | None:
         else:
             largest = max_expr(largest, total)
 
-    def thread(bx: Var, tx: Var) -> Stmt:
-        flat = bx * BLOCK_THREADS + tx
+    def thread(flat: PrimExpr) -> Stmt:
         parts: list[Stmt] = []
         for stage, total in zip(stages, totals, strict=True):
             assert stage.store is not None
@@ -66,14 +71,7 @@ def independent_injective_kernel(stages: list[Stage]) -> Stmt | None:
             )
         return seq(*parts)
 
-    return bound_loop(
-        "blockIdx_x",
-        ceildiv(largest, BLOCK_THREADS),
-        "blockIdx.x",
-        lambda bx: bound_loop(
-            "threadIdx_x", BLOCK_THREADS, "threadIdx.x", lambda tx: thread(bx, tx)
-        ),
-    )
+    return flat_grid(largest, thread)
 
 
 def _accesses(stmt: Stmt) -> tuple[list[BufferStore], list[BufferLoad], set[Buffer]]:
@@ -82,17 +80,12 @@ def _accesses(stmt: Stmt) -> tuple[list[BufferStore], list[BufferLoad], set[Buff
     inner: set[Buffer] = set()
 
     def visit(node: object) -> None:
-        exprs: list[PrimExpr] = []
+        exprs = node_exprs(node)
         if isinstance(node, BufferStore):
             stores.append(node)
-            exprs = [node.value, *node.indices]
-        elif isinstance(node, For):
-            exprs = [node.min, node.extent]
-        elif isinstance(node, IfThenElse):
-            exprs = [node.condition]
         elif isinstance(node, Allocate):
             inner.add(node.buffer)
-        elif hasattr(node, "value") and isinstance(getattr(node, "value", None), PrimExpr):
+        elif not exprs and isinstance(getattr(node, "value", None), PrimExpr):
             exprs = [node.value]  # type: ignore[attr-defined]
         for expr in exprs:
             loads.extend(loads_of(expr))
@@ -163,19 +156,6 @@ def outer_parallel_kernel(scratch: list[Buffer], nest: Stmt) -> Stmt | None:
 def _bind(outer: list[For], body: Stmt, scratch: list[Buffer]) -> Stmt:
     loop_vars = [lp.loop_var for lp in outer]
     extents = [lp.extent for lp in outer]
-    total = product(extents)
     for buffer in reversed(scratch):
         body = Allocate(buffer, body)
-
-    def thread(bx: Var, tx: Var) -> Stmt:
-        flat = bx * BLOCK_THREADS + tx
-        return IfThenElse(flat < total, let_indices(flat, loop_vars, extents, body))
-
-    return bound_loop(
-        "blockIdx_x",
-        ceildiv(total, BLOCK_THREADS),
-        "blockIdx.x",
-        lambda bx: bound_loop(
-            "threadIdx_x", BLOCK_THREADS, "threadIdx.x", lambda tx: thread(bx, tx)
-        ),
-    )
+    return element_per_thread(loop_vars, extents, body)

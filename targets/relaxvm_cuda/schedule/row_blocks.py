@@ -20,32 +20,30 @@ With an empty row (a loss reduced to a scalar) the whole function is one block.
 from __future__ import annotations
 
 from relaxvm.ir import EQ, IntImm, PrimExpr, Var
-from relaxvm.ir.op import cast
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import (
-    Allocate,
     Buffer,
     BufferLoad,
     BufferStore,
     For,
-    ForKind,
     IfThenElse,
     Stmt,
     StmtMutator,
     post_order_visit,
-    seq,
 )
 from relaxvm.ir.tir.stage_epilogue import rewrite_loads
 from relaxvm.ir.tir.stages import Stage, loads_of
 
-from .common import bound_loop, ceildiv, let_indices, product, threads_for
+from .common import node_exprs, product
 from .rows import (
     RowPlan,
     barrier,
-    bind_units,
+    block_per_row,
     block_reduction,
     row_extents,
     split_loops,
+    spread_over_row,
+    threads_for_loops,
 )
 
 __all__ = ["SHARED_SCRATCH_BYTES", "plan_row_blocks", "row_blocks_kernel"]
@@ -63,15 +61,9 @@ def _accesses(stage: Stage) -> list[BufferLoad | BufferStore]:
     found: list[BufferLoad | BufferStore] = []
 
     def visit(node: object) -> None:
-        exprs: list[PrimExpr] = []
         if isinstance(node, BufferStore):
             found.append(node)
-            exprs = [node.value, *node.indices]
-        elif isinstance(node, For):
-            exprs = [node.min, node.extent]
-        elif isinstance(node, IfThenElse):
-            exprs = [node.condition]
-        for expr in exprs:
+        for expr in node_exprs(node):
             found.extend(loads_of(expr))
 
     post_order_visit(stage.stmt, visit)
@@ -178,56 +170,31 @@ class _ToShared(StmtMutator):
 
 def _spread(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
     """The stage's loops past the row over the threads, its innermost body in each."""
-    row_vars, inner, units = split_loops(stage, len(plan.rows))
     leaf: Stmt = stage.loops[-1].body if stage.loops else stage.stmt
-    body = _ToShared(plan).visit_stmt(leaf)
-    inner_vars = [loop.loop_var for loop in inner]
-    inner_extents = [loop.extent for loop in inner]
-    total = product(inner_extents)
-    step = Var("j_outer", "int64")
-    flat = step * threads + tx
-    loop = For(
-        step,
-        0,
-        ceildiv(total, threads),
-        ForKind.SERIAL,
-        IfThenElse(flat < total, let_indices(flat, inner_vars, inner_extents, body)),
-    )
-    return let_indices(row, row_vars, plan.rows, bind_units(units, seq(loop, barrier())))
+    return spread_over_row(stage, plan, tx, threads, row, _ToShared(plan).visit_stmt(leaf))
 
 
 def row_blocks_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
     """The kernel (see the module docstring)."""
     nrows = len(plan.rows)
-    work: PrimExpr = IntImm("int64", 1)
-    for stage in stages:
-        if _bare(stage):
-            continue
-        inner = split_loops(stage, nrows)[1]
-        loops = stage.reduce_loops if stage.kind == "reduction" and not inner else inner
-        size = product([loop.extent for loop in loops])
-        if isinstance(size, IntImm) and isinstance(work, IntImm):
-            work = size if size.value > work.value else work
-        else:
-            work = size
-    threads = threads_for(work)
+    threads = threads_for_loops(_stage_loops(stage, nrows) for stage in stages if not _bare(stage))
 
-    def block(row: Var) -> Stmt:
-        def thread(tx: Var) -> Stmt:
-            parts: list[Stmt] = []
-            for stage in stages:
-                if _bare(stage):
-                    store = _ToShared(plan).visit_stmt(stage.stmt)
-                    parts += [IfThenElse(EQ(tx, IntImm("int64", 0)), store), barrier()]
-                elif stage.kind == "reduction" and not split_loops(stage, nrows)[1]:
-                    parts.append(block_reduction(stage, plan, tx, threads, row))
-                else:
-                    parts.append(_spread(stage, plan, tx, threads, row))
-            body = seq(*parts)
-            for shared in plan.shared.values():
-                body = Allocate(shared, body)
-            return body
+    def parts(row: Var, tx: Var) -> list[Stmt]:
+        found: list[Stmt] = []
+        for stage in stages:
+            if _bare(stage):
+                store = _ToShared(plan).visit_stmt(stage.stmt)
+                found += [IfThenElse(EQ(tx, IntImm("int64", 0)), store), barrier()]
+            elif stage.kind == "reduction" and not split_loops(stage, nrows)[1]:
+                found.append(block_reduction(stage, plan, tx, threads, row))
+            else:
+                found.append(_spread(stage, plan, tx, threads, row))
+        return found
 
-        return bound_loop("threadIdx_x", threads, "threadIdx.x", thread)
+    return block_per_row(plan, threads, parts)
 
-    return bound_loop("blockIdx_x", cast(product(plan.rows), "int64"), "blockIdx.x", block)
+
+def _stage_loops(stage: Stage, nrows: int) -> list[For]:
+    """The loops a thread shares in: a row reduction's, else those past the row."""
+    inner = split_loops(stage, nrows)[1]
+    return stage.reduce_loops if stage.kind == "reduction" and not inner else inner

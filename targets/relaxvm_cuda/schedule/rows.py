@@ -22,7 +22,7 @@ stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,17 +45,28 @@ from relaxvm.ir.tir import (
 from relaxvm.ir.tir.intrin_gpu import SHUFFLE_DTYPES, WARP_SIZE, shfl_down, storage_sync
 from relaxvm.ir.tir.stages import COMBINE, Stage, loads_of
 
-from .common import bound_loop, ceildiv, let_indices, product, rewrite_stmt_loads, threads_for
+from .common import (
+    bound_loop,
+    ceildiv,
+    let_indices,
+    product,
+    rewrite_stmt_loads,
+    strided_over_threads,
+    threads_for,
+)
 
 __all__ = [
     "RowPlan",
     "barrier",
     "bind_units",
+    "block_per_row",
     "block_reduction",
     "plan_rows",
     "row_extents",
     "row_kernel",
     "split_loops",
+    "spread_over_row",
+    "threads_for_loops",
 ]
 
 
@@ -282,56 +293,65 @@ def _warp_combine(acc: Buffer, combine: Any, width: int) -> list[Stmt]:
     return steps
 
 
-def _injective(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
-    assert stage.store is not None
-    nrows = len(plan.rows)
-    row_vars, inner, units = split_loops(stage, nrows)
-    inner_vars = [loop.loop_var for loop in inner]
-    inner_extents = [loop.extent for loop in inner]
-    total = product(inner_extents)
-    store = _to_shared(stage.store, plan)
-    step = Var("j_outer", "int64")
-    flat = step * threads + tx
-    loop = For(
-        step,
-        0,
-        ceildiv(total, threads),
-        ForKind.SERIAL,
-        IfThenElse(flat < total, let_indices(flat, inner_vars, inner_extents, store)),
+def spread_over_row(
+    stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr, body: Stmt
+) -> Stmt:
+    """``body`` (the stage's innermost statement) run for the stage's loops past the row,
+    flattened and shared out among the block's threads, then a barrier."""
+    row_vars, inner, units = split_loops(stage, len(plan.rows))
+    loop = strided_over_threads(
+        tx, threads, [loop.loop_var for loop in inner], [loop.extent for loop in inner], body
     )
     return let_indices(row, row_vars, plan.rows, bind_units(units, seq(loop, barrier())))
 
 
-def row_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
-    """The kernel: a block per row (see the module docstring)."""
+def _injective(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
+    assert stage.store is not None
+    return spread_over_row(stage, plan, tx, threads, row, _to_shared(stage.store, plan))
+
+
+def threads_for_loops(loop_nests: Iterable[Sequence[For]]) -> int:
+    """Threads per block for a block that runs each of ``loop_nests`` in turn (sized for the
+    largest when every size is known, else for the last)."""
     work: PrimExpr = IntImm("int64", 1)
-    for stage in stages:
-        loops = (
-            stage.reduce_loops
-            if stage.kind == "reduction"
-            else split_loops(stage, len(plan.rows))[1]
-        )
+    for loops in loop_nests:
         size = product([loop.extent for loop in loops])
         if isinstance(size, IntImm) and isinstance(work, IntImm):
             work = size if size.value > work.value else work
         else:
             work = size
-    threads = threads_for(work)
-    nrows = product(plan.rows)
+    return threads_for(work)
+
+
+def block_per_row(plan: RowPlan, threads: int, parts: Callable[[Var, Var], list[Stmt]]) -> Stmt:
+    """A block of ``threads`` threads per row; thread ``tx`` of row ``row`` runs
+    ``parts(row, tx)`` in order, with the plan's shared buffers allocated around them."""
 
     def block(row: Var) -> Stmt:
         def thread(tx: Var) -> Stmt:
-            parts = []
-            for stage in stages:
-                if stage.kind == "reduction":
-                    parts.append(block_reduction(stage, plan, tx, threads, row))
-                else:
-                    parts.append(_injective(stage, plan, tx, threads, row))
-            body = seq(*parts)
+            body = seq(*parts(row, tx))
             for shared in plan.shared.values():
                 body = Allocate(shared, body)
             return body
 
         return bound_loop("threadIdx_x", threads, "threadIdx.x", thread)
 
-    return bound_loop("blockIdx_x", cast(nrows, "int64"), "blockIdx.x", block)
+    return bound_loop("blockIdx_x", cast(product(plan.rows), "int64"), "blockIdx.x", block)
+
+
+def row_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
+    """The kernel: a block per row (see the module docstring)."""
+    threads = threads_for_loops(
+        stage.reduce_loops if stage.kind == "reduction" else split_loops(stage, len(plan.rows))[1]
+        for stage in stages
+    )
+
+    def parts(row: Var, tx: Var) -> list[Stmt]:
+        return [
+            block_reduction(stage, plan, tx, threads, row)
+            if stage.kind == "reduction"
+            else _injective(stage, plan, tx, threads, row)
+            for stage in stages
+        ]
+
+    return block_per_row(plan, threads, parts)

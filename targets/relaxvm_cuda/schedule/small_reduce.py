@@ -30,7 +30,10 @@ from relaxvm.ir.tir import (
 from relaxvm.ir.tir.stage_epilogue import Epilogue, find_epilogue, rewrite_loads
 from relaxvm.ir.tir.stages import COMBINE, Stage, loads_of, stage_reads
 
-from .common import BLOCK_THREADS, bound_loop, ceildiv, let_indices, product
+from .common import (
+    element_per_thread,
+    product,
+)
 
 __all__ = ["SMALL_REDUCTION", "SmallPlan", "plan_small_reduction", "small_reduction_kernel"]
 
@@ -128,17 +131,4 @@ def small_reduction_kernel(plan: SmallPlan) -> Stmt:
         body = Allocate(buffer, body)
     loop_vars = [loop.loop_var for loop in stage.loops]
     extents = [loop.extent for loop in stage.loops]
-    total = product(extents)
-
-    def thread(bx: Var, tx: Var) -> Stmt:
-        flat: PrimExpr = bx * BLOCK_THREADS + tx
-        return IfThenElse(flat < total, let_indices(flat, loop_vars, extents, body))
-
-    return bound_loop(
-        "blockIdx_x",
-        ceildiv(total, BLOCK_THREADS),
-        "blockIdx.x",
-        lambda bx: bound_loop(
-            "threadIdx_x", BLOCK_THREADS, "threadIdx.x", lambda tx: thread(bx, tx)
-        ),
-    )
+    return element_per_thread(loop_vars, extents, body)

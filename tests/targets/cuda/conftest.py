@@ -24,9 +24,8 @@ from typing import Any
 import pytest
 
 from relaxvm_cuda import driver as driver_module
-from relaxvm_cuda.driver import DeviceAttribute
 from relaxvm_cuda.runtime_errors import CUDAUnavailableError, error_for
-from relaxvm_cuda.simulator import CUDASimulator
+from relaxvm_cuda.simulator import LAUNCH_LIMITS, CUDASimulator, device_attribute
 
 
 def _gpu_skip_reason() -> str | None:
@@ -89,15 +88,7 @@ class FakeDriver:
         self.launches: list[tuple[str, tuple[int, ...], tuple[int, ...], int, list[int]]] = []
         self.modules: list[FakeModule] = []
         self.function_attributes: dict[int, int] = {0: 1024}
-        self.attributes = {
-            DeviceAttribute.MAX_THREADS_PER_BLOCK: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_X: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_Y: 1024,
-            DeviceAttribute.MAX_BLOCK_DIM_Z: 64,
-            DeviceAttribute.MAX_GRID_DIM_X: 2**31 - 1,
-            DeviceAttribute.MAX_GRID_DIM_Y: 65535,
-            DeviceAttribute.MAX_GRID_DIM_Z: 65535,
-        }
+        self.attributes = dict(LAUNCH_LIMITS)
 
     # devices
     def _ordinal(self, ordinal: int) -> None:
@@ -111,11 +102,7 @@ class FakeDriver:
 
     def attribute(self, ordinal: int, attribute: int) -> int:
         self._ordinal(ordinal)
-        if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MAJOR:
-            return self.capability[0]
-        if attribute == DeviceAttribute.COMPUTE_CAPABILITY_MINOR:
-            return self.capability[1]
-        return self.attributes[attribute]
+        return device_attribute(self.capability, self.attributes, attribute)
 
     def compute_capability(self, ordinal: int) -> tuple[int, int]:
         self._ordinal(ordinal)

@@ -36,36 +36,29 @@ PTX = """\
 }
 """
 
-ADD = PTXKernel(
-    name="add",
-    symbol="__rvm_add",
-    signature=KernelSignature(
-        name="add",
-        symbol="__rvm_add",
-        params=(
-            BufferParam("a", "float32", (["v", 0],), None, 0, written=False),
-            BufferParam("b", "float32", (["v", 0],), None, 0, written=False),
-            BufferParam("c", "float32", (["v", 0],), None, 0, written=True),
-        ),
-        var_names=("n",),
-        var_dtypes=("int64",),
-    ),
+
+def _kernel(
+    name: str, params: tuple[Any, ...], variables: dict[str, str], launch: Any, **extra: Any
+) -> PTXKernel:
+    """The PTXKernel ``name`` (symbol ``__rvm_<name>``) with ``variables`` (name: dtype)."""
+    symbol = f"__rvm_{name}"
+    var_names, var_dtypes = tuple(variables), tuple(variables.values())
+    signature = KernelSignature(name, symbol, params, var_names, var_dtypes)
+    return PTXKernel(name=name, symbol=symbol, signature=signature, launch=launch, **extra)
+
+
+_SHAPE_N = (["v", 0],)  # the shape (n,)
+ADD = _kernel(
+    "add",
+    tuple(BufferParam(x, "float32", _SHAPE_N, None, 0, written=x == "c") for x in "abc"),
+    {"n": "int64"},
     # grid.x = ceil(n / 256), block.x = 256
     launch=(["floordiv", ["add", ["v", 0], 255], 256], 1, 1, 256, 1, 1),
 )
-SCALE = PTXKernel(
-    name="scale",
-    symbol="__rvm_scale",
-    signature=KernelSignature(
-        name="scale",
-        symbol="__rvm_scale",
-        params=(
-            BufferParam("x", "int32", (4, ["v", 0]), None, 0, written=True),
-            ScalarParam("k", "int32", 1),
-        ),
-        var_names=("m", "k"),
-        var_dtypes=("int64", "int32"),
-    ),
+SCALE = _kernel(
+    "scale",
+    (BufferParam("x", "int32", (4, ["v", 0]), None, 0, written=True), ScalarParam("k", "int32", 1)),
+    {"m": "int64", "k": "int32"},
     launch=(["v", 0], 1, 1, 4, 1, 1),
     dynamic_shared_bytes=64 * 1024,
 )
