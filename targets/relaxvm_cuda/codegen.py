@@ -25,9 +25,10 @@ from relaxvm.ir.op import max_expr
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import For, ForKind, PrimFunc, post_order_visit
 from relaxvm.runtime.dtype import DataType
+from relaxvm_llvm.codegen import bind_arguments
 from relaxvm_llvm.codegen_stmt import ModuleState, finish_loop_metadata
 from relaxvm_llvm.errors import LLVMBuildError
-from relaxvm_llvm.lltypes import I64, PTR, Lane
+from relaxvm_llvm.lltypes import I64, PTR
 from relaxvm_llvm.signature import BufferParam, assign_symbols, encode_expr, signature_of
 
 from .codegen_func import ERROR_SYMBOL, PTXFunctionCodegen, declare_error_slot
@@ -144,25 +145,7 @@ def generate_kernel_ir(func: PrimFunc, name: str, symbol: str) -> tuple[str, PTX
     noalias = signature.noalias
     gen = PTXFunctionCodegen(ModuleState(module, ()), fn, name, symbol, extents, single)
     try:
-        args = iter(fn.args)
-        buffers = []
-        for param in func.params:
-            buffer = func.buffer_map.get(param)
-            if buffer is None:
-                continue
-            arg = next(args)
-            arg.name = buffer.name
-            if noalias:
-                arg.add_attribute("noalias")
-            gen.define_handle(buffer.data, arg)
-            buffers.append(buffer)
-        for var in variables:
-            arg = next(args)
-            arg.name = var.name
-            value = arg if var.dtype == _INT64 else gen.cast_value(arg, _INT64, var.dtype)
-            gen.env[var] = Lane(Lane.SCALAR, value)
-        for buffer in buffers:
-            gen.define_buffer(buffer)
+        bind_arguments(gen, func, fn, variables, noalias)
         gen.emit_stmt(func.body)
         if not gen.builder.block.is_terminated:
             gen.builder.ret_void()

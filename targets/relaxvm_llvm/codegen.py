@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.ir as ir
 
@@ -23,7 +24,7 @@ from .codegen_stmt import FunctionCodegen, ModuleState, finish_loop_metadata
 from .errors import LLVMBuildError
 from .signature import BufferParam, KernelSignature, assign_symbols, signature_of
 
-__all__ = ["CompiledObject", "compile_prim_funcs", "generate_kernel_ir"]
+__all__ = ["CompiledObject", "bind_arguments", "compile_prim_funcs", "generate_kernel_ir"]
 
 _INT64 = DataType("int64")
 
@@ -64,25 +65,7 @@ def generate_kernel_ir(
     noalias = func.attrs.get("tir.noalias", True) is not False
     gen = FunctionCodegen(ModuleState(module, fastmath), fn, name, symbol)
     try:
-        args = iter(fn.args)
-        buffers = []
-        for param in func.params:
-            buffer = func.buffer_map.get(param)
-            if buffer is None:
-                continue
-            arg = next(args)
-            arg.name = buffer.name
-            if noalias:
-                arg.add_attribute("noalias")
-            gen.define_handle(buffer.data, arg)
-            buffers.append(buffer)
-        for var in variables:
-            arg = next(args)
-            arg.name = var.name
-            value = arg if var.dtype == _INT64 else gen.cast_value(arg, _INT64, var.dtype)
-            gen.env[var] = Lane(Lane.SCALAR, value)
-        for buffer in buffers:
-            gen.define_buffer(buffer)
+        bind_arguments(gen, func, fn, variables, noalias)
         gen.emit_stmt(func.body)
         if not gen.builder.block.is_terminated:
             gen.builder.ret(ir.Constant(I32, 0))
@@ -96,6 +79,34 @@ def generate_kernel_ir(
             f"llvm target: kernel {name!r} could not be compiled: {type(err).__name__}: {err}"
         ) from err
     return text, signature
+
+
+def bind_arguments(
+    gen: FunctionCodegen, func: PrimFunc, fn: ir.Function, variables: Sequence[Any], noalias: bool
+) -> None:
+    """Bind a kernel's native arguments in ``gen`` (the calling convention of
+    :mod:`.signature`: one pointer per buffer parameter, then one ``i64`` per variable): name
+    them, mark buffers ``noalias`` when asked, and define the buffers. The CUDA target's code
+    generator binds its kernels' arguments the same way."""
+    args = iter(fn.args)
+    buffers = []
+    for param in func.params:
+        buffer = func.buffer_map.get(param)
+        if buffer is None:
+            continue
+        arg = next(args)
+        arg.name = buffer.name
+        if noalias:
+            arg.add_attribute("noalias")
+        gen.define_handle(buffer.data, arg)
+        buffers.append(buffer)
+    for var in variables:
+        arg = next(args)
+        arg.name = var.name
+        value = arg if var.dtype == _INT64 else gen.cast_value(arg, _INT64, var.dtype)
+        gen.env[var] = Lane(Lane.SCALAR, value)
+    for buffer in buffers:
+        gen.define_buffer(buffer)
 
 
 def compile_prim_funcs(
