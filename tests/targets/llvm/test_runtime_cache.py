@@ -103,3 +103,24 @@ def test_the_native_pool_from_the_cache_runs_parallel_loops(cache_dir: Path) -> 
         assert done.returncode == 0, done.stderr
         assert int(done.stdout.split()[-1]) >= 1
     assert list((cache_dir / "llvm-runtime").glob("native-pool-*"))
+
+
+def test_without_a_key_nothing_is_cached_unsigned(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relaxvm import security
+
+    def no_key(*args: object, **kwargs: object) -> bytes:
+        raise security.KeyFileError("no key file")
+
+    monkeypatch.setattr(security, "sign", no_key)
+    calls: list[int] = []
+
+    def counted() -> bytes:
+        calls.append(1)
+        return _compile()
+
+    first = cached_object("test-seven", _IR, jit.process_triple(), counted)
+    assert first == cached_object("test-seven", _IR, jit.process_triple(), counted)
+    assert len(calls) == 2  # compiled each time
+    assert not list((cache_dir / "llvm-runtime").glob("test-seven-*"))
