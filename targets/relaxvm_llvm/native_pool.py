@@ -43,8 +43,8 @@ classic store-flag / re-check pairs, sequentially consistent, so no wake-up is l
   chunks itself, waits for the claimed ones to finish and releases ``busy``;
 * a failed ``pthread_create`` only means fewer helpers: the launch still completes.
 
-The reading of the machine's CPUs (idle CPUs, a helper's move off the launcher's CPU) is in
-:mod:`.native_pool_cpus`.
+The launcher is in :mod:`.native_pool_launch`; the reading of the machine's CPUs (idle CPUs,
+a helper's move off the launcher's CPU) is in :mod:`.native_pool_cpus`.
 
 Only Linux on x86-64 and AArch64 (the futex syscall numbers are per architecture); elsewhere
 :func:`build_native_pool` returns None and :mod:`.parallel` keeps its Python pool.
@@ -451,147 +451,9 @@ class _Builder:
 
     # ---- the launcher ------------------------------------------------------------------
     def build_launch(self) -> None:
-        m = self.module
-        fn = ir.Function(m, ir.FunctionType(I32, [PTR, PTR, I64]), "relaxvm_llvm_pool_launch")
-        target_raw, closure, extent = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
-        target = b.bitcast(target_raw, RANGE_FN.as_pointer())
-        with b.if_then(b.icmp_signed("<=", extent, _c(0))):
-            b.ret(_c(0, I32))
-        with b.if_then(b.icmp_unsigned("!=", b.load(self.use_python), _c(0))):
-            b.ret(b.call(self.py_launch, [target_raw, closure, extent]))
-        threads = b.load(self.num_threads)
-        tid = self.entry_alloca(b, I64)
-        self.count(b, "launches")
-        swap = b.cmpxchg(self.busy, _c(0, I32), _c(1, I32), "acquire", "monotonic")
-        with b.if_then(b.not_(b.extract_value(swap, 1))):
-            self.count(b, "serial_pool_busy")
-            b.call(target, [_c(0), extent, closure])  # a launch is running: run serially
-            b.ret(_c(0, I32))
+        from .native_pool_launch import build_launch
 
-        def smaller(x: ir.Value, y: ir.Value) -> ir.Value:
-            return b.select(b.icmp_signed("<", x, y), x, y)
-
-        # Start workers up to threads - 1 (capped by the slots).
-        want = b.sub(smaller(threads, _c(MAX_WORKERS)), _c(1))
-        start = fn.append_basic_block("start_workers")
-        create = fn.append_basic_block("create")
-        started = fn.append_basic_block("started")
-        b.branch(start)
-        b.position_at_end(start)
-        have = b.load(self.nworkers)
-        b.cbranch(b.icmp_signed("<", have, want), create, started)
-        b.position_at_end(create)
-        worker = b.bitcast(self.worker, self.pthread_create.args[2].type)
-        index = b.add(have, _c(1))
-        status = b.call(
-            self.pthread_create, [tid, ir.Constant(PTR, None), worker, b.inttoptr(index, PTR)]
-        )
-        ok = b.icmp_signed("==", status, _c(0, I32))
-        with b.if_then(ok):
-            b.call(self.pthread_detach, [b.load(tid)])
-            b.store(index, self.nworkers)
-        b.cbranch(ok, start, started)  # a failure means fewer helpers, not an error
-        b.position_at_end(started)
-        helpers = smaller(smaller(b.load(self.nworkers), want), b.sub(extent, _c(1)))
-        # Adaptive: wake no more helpers than there are idle CPUs right now, and none while
-        # backing off after a stall.
-        clock = self.entry_alloca(b, ir.ArrayType(I64, 2))
-        clock_slot = b.bitcast(clock, I64.as_pointer())
-        adaptive = b.icmp_unsigned("!=", b.load(self.adaptive), _c(0))
-        measure = fn.append_basic_block("measure")
-        gated = fn.append_basic_block("gated")
-        ungated = b.block
-        b.cbranch(b.and_(adaptive, b.icmp_signed(">", helpers, _c(0))), measure, gated)
-        b.position_at_end(measure)
-        backing_off = b.icmp_signed("<", self.now(b, clock_slot), b.load(self.serial_until))
-        idle = b.select(backing_off, _c(0), b.call(self.idle_cpus, []))
-        limited = smaller(helpers, idle)
-        reason = b.select(
-            backing_off,
-            _c(STAT_NAMES.index("serial_backoff")),
-            _c(STAT_NAMES.index("serial_no_idle_cpu")),
-        )
-        b.branch(gated)
-        b.position_at_end(gated)
-        chosen = b.phi(I64)
-        chosen.add_incoming(helpers, ungated)
-        chosen.add_incoming(limited, measure)
-        why = b.phi(I64)
-        why.add_incoming(_c(STAT_NAMES.index("serial_small")), ungated)
-        why.add_incoming(reason, measure)
-        helpers = chosen
-        with b.if_then(b.icmp_signed("<=", helpers, _c(0))):
-            # Every other core is busy (or one iteration): the caller does it all.
-            self.count(b, why)
-            b.call(target, [_c(0), extent, closure])
-            self.store(b, _c(0, I32), self.busy, "release")
-            b.ret(_c(0, I32))
-        self.count(b, "parallel")
-        self.store(b, b.call(self.sched_getcpu, []), self.launcher_cpu, "monotonic")
-        # GRAIN chunks per participant (never more than iterations), claimed dynamically.
-        total = smaller(extent, b.mul(b.add(helpers, _c(1)), _c(GRAIN)))
-        b.store(target_raw, self.task_fn)
-        b.store(closure, self.task_closure)
-        b.store(extent, self.task_extent)
-        self.store(b, _c(0, I32), self.finished)
-        self.store(b, _c(0, I32), self.launcher_sleeping)
-        epoch = b.add(b.lshr(self.load(b, self.claim), _c(32)), _c(1))
-        self.store(b, b.or_(b.shl(epoch, _c(32)), b.shl(total, _c(16))), self.claim)
-        head = fn.append_basic_block("publish")
-        body = fn.append_basic_block("publish_body")
-        run = fn.append_basic_block("run_first")
-        before = b.block
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64)
-        k.add_incoming(_c(1), before)
-        b.cbranch(b.icmp_signed("<=", k, helpers), body, run)
-        b.position_at_end(body)
-        seq_ptr = self.slot(b, self.seq, k)
-        b.atomic_rmw("add", seq_ptr, _c(1, I32), "seq_cst")
-        flag_ptr = self.slot(b, self.sleeping, k)
-        with b.if_then(b.icmp_unsigned("!=", self.load(b, flag_ptr), _c(0, I32))):
-            # Awake from now on for the idle count, though its CPU may take a while to run it.
-            self.store(b, _c(0, I32), flag_ptr)
-            self.futex_call(b, seq_ptr, _FUTEX_WAKE_PRIVATE, _c(1, I32))
-        k.add_incoming(b.add(k, _c(1)), b.block)
-        b.branch(head)
-        b.position_at_end(run)
-        b.call(self.run_chunks, [_c(0)])
-        chunks = b.trunc(total, I32)
-        self.spin_wait(
-            b,
-            fn,
-            lambda bb: bb.icmp_unsigned("==", self.load(bb, self.finished, "acquire"), chunks),
-            self.finished,
-            self.launcher_sleeping,
-            "join",
-        )
-        with b.if_then(adaptive):
-            # A stall: a helper lost its core in the middle of a chunk of this launch (or of
-            # an earlier one since the last check), which this launch may have waited for.
-            stalled = b.icmp_unsigned(
-                "!=", b.atomic_rmw("xchg", self.helper_stalled, _c(0, I32), "monotonic"), _c(0, I32)
-            )
-            joined = self.now(b, clock_slot)
-            backoff = b.load(self.backoff)
-            with b.if_else(stalled) as (on_stall, clean):
-                with on_stall:
-                    doubled = b.mul(backoff, _c(2))
-                    doubled = b.select(
-                        b.icmp_signed("<", doubled, _c(BACKOFF_MIN_NS)), _c(BACKOFF_MIN_NS), doubled
-                    )
-                    doubled = b.select(
-                        b.icmp_signed(">", doubled, _c(BACKOFF_MAX_NS)), _c(BACKOFF_MAX_NS), doubled
-                    )
-                    b.store(doubled, self.backoff)
-                    b.store(b.add(joined, doubled), self.serial_until)
-                    self.count(b, "stalls")
-                with clean:
-                    b.store(b.ashr(backoff, _c(1)), self.backoff)
-        self.store(b, _c(0, I32), self.busy, "release")
-        b.ret(_c(0, I32))
+        build_launch(self)
 
     def build_helpers(self) -> None:
         m = self.module
@@ -654,7 +516,11 @@ def build_native_pool(names: PoolSymbols) -> NativePool | None:
     # The IR is a function of the generator's source and its inputs: hashing those (not the
     # generated text, which takes as long to print as to load) keys the cached object.
     here = Path(__file__)
-    sources = [here.read_bytes(), here.with_name("native_pool_cpus.py").read_bytes()]
+    sources = [
+        here.read_bytes(),
+        here.with_name("native_pool_cpus.py").read_bytes(),
+        here.with_name("native_pool_launch.py").read_bytes(),
+    ]
     key = "\x00".join((repr(names), str(futex), ir_version, *(s.hex() for s in sources)))
     with LLVM_LOCK:
         # Compiled once per machine, not once per process (a warm model load's biggest cost).
