@@ -208,6 +208,38 @@ def cases() -> list[Case]:
             lambda x: op.sin(x),
             np.sin,
         ),
+        *_math_cases(),
+    ]
+
+
+def _math_cases() -> list[Case]:
+    """The other float32 math ops that were libm calls per lane, on 4M inputs in their
+    domains (``cos 4M`` ... ``atanh 4M``)."""
+    from relaxvm import relax
+
+    def uniform(lo: float, hi: float) -> Callable[[float, np.random.Generator], list[np.ndarray]]:
+        def make(scale: float, rng: np.random.Generator) -> list[np.ndarray]:
+            shape = (_rows(scale, 4096), 1024)
+            return [rng.uniform(lo, hi, shape).astype(np.float32)]
+
+        return make
+
+    def case(name: str, reference: Callable[..., Any], lo: float, hi: float) -> Case:
+        fn = getattr(relax.op, name)
+        return Case(f"{name} 4M", uniform(lo, hi), lambda x: fn(x), reference)
+
+    return [
+        case("cos", np.cos, -4.0, 4.0),
+        case("tan", np.tan, -1.5, 1.5),
+        case("tanh", np.tanh, -4.0, 4.0),
+        case("sinh", np.sinh, -4.0, 4.0),
+        case("cosh", np.cosh, -4.0, 4.0),
+        case("atan", np.arctan, -4.0, 4.0),
+        case("asin", np.arcsin, -1.0, 1.0),
+        case("acos", np.arccos, -1.0, 1.0),
+        case("asinh", np.arcsinh, -4.0, 4.0),
+        case("acosh", np.arccosh, 1.0, 5.0),
+        case("atanh", np.arctanh, -0.99, 0.99),
     ]
 
 

@@ -13,7 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import _module_alias, errors
+from .errors import RelaxVMError as TVMError
 from .registry import (
     get_global_func,
     hookimpl,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     # The ``x as x`` form marks them as re-exports.
     from . import backend as backend
     from . import cli as cli
+    from . import error as error
     from . import frontend as frontend
     from . import ir as ir
     from . import nd as nd
@@ -81,6 +83,10 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# ``import relaxvm.tir`` / ``from relaxvm.tir.function import PrimFunc`` as in TVM: the names are
+# the very modules under ``relaxvm.ir.tir`` (no second copy), found on first import.
+_module_alias.install({"relaxvm.tir": "relaxvm.ir.tir", "relaxvm.te": "relaxvm.ir.tir.te"})
+
 
 #: Submodules (TVM's ``tvm.ir``, ``tvm.relax``, ``tvm.transform``...) imported on first
 #: attribute access (PEP 562), so ``import relaxvm`` for running executables stays light while
@@ -88,6 +94,7 @@ __version__ = "0.1.0"
 _LAZY_SUBMODULES: dict[str, str] = {
     "backend": "relaxvm.backend",
     "cli": "relaxvm.cli",
+    "error": "relaxvm.error",
     "extensions": "relaxvm.registry.extensions",
     "frontend": "relaxvm.frontend",
     "hookspecs": "relaxvm.registry.hookspecs",
@@ -239,6 +246,7 @@ __all__ = [
     "Shape",
     "SpecialReg",
     "Storage",
+    "TVMError",
     "Target",
     "Tensor",
     "VMClosure",

@@ -2,9 +2,11 @@
 
 The Relax IR itself lives in :mod:`relaxvm.ir.relax` (expressions, StructInfo, IRModule,
 BlockBuilder, ``op``); this module adds what ``tvm.relax`` also offers from the other layers:
-:func:`build` (the compiler), :class:`VirtualMachine` and :class:`Executable` (the runtime),
+:func:`build` (the compiler), :class:`VirtualMachine`, :class:`Executable` and
+:class:`ExecBuilder` (the runtime),
 ``transform`` (the Relax passes, :mod:`relaxvm.transform`, so ``relax.transform.LegalizeOps()``
-works as in TVM), ``frontend`` (the importers, :mod:`relaxvm.frontend`) and
+works as in TVM), ``frontend`` (the importers, :mod:`relaxvm.frontend`), ``testing`` (TVM's
+VM test helpers, :mod:`relaxvm.testing.relax`) and
 :func:`get_pipeline`. Keeping that here, not in the IR package, lets the IR stay below the
 compiler and the runtime in the import graph.
 
@@ -17,21 +19,24 @@ is the very module ``relaxvm.X`` (for ``transform``, ``frontend``, ``backend``) 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .ir.relax import *  # noqa: F403 - the whole Relax IR, as tvm.relax has it
 from .ir.relax import __all__ as _ir_names
 from .ir.relax import op as op
+from .ir.relax.op import call_dps_packed as call_dps_packed
+from .ir.relax.op import call_pure_packed as call_pure_packed
+from .ir.relax.op import call_tir as call_tir
+from .ir.relax.op import call_tir_inplace as call_tir_inplace
+from .ir.relax.ty import *  # noqa: F403 - TVM's Relax types (ShapeType, TensorType...)
+from .ir.relax.ty import __all__ as _type_names
 
 # isort: split
+from . import _module_alias
 from . import transform as transform
 from .backend.build import build as build
 from .transform.pipeline import get_pipeline as get_pipeline
+from .vm import ExecBuilder as ExecBuilder
 from .vm import Executable as Executable
 from .vm import VirtualMachine as VirtualMachine
 
@@ -41,6 +46,12 @@ if TYPE_CHECKING:
 __all__ = sorted(
     {
         *_ir_names,
+        *_type_names,
+        "ExecBuilder",
+        "call_dps_packed",
+        "call_pure_packed",
+        "call_tir",
+        "call_tir_inplace",
         "Executable",
         "VirtualMachine",
         "build",
@@ -52,62 +63,29 @@ __all__ = sorted(
 )
 
 #: A package for the import system, so that ``import relaxvm.relax.<name>`` reaches
-#: :class:`_AliasFinder` (the list stays empty: nothing is ever loaded from a directory).
+#: :mod:`._module_alias` (the list stays empty: nothing is ever loaded from a directory).
 __path__: list[str] = []
 
 #: ``relaxvm.relax.<first>`` -> the real package, for names outside the IR package.
 _OUTSIDE_IR = {
     "backend": "relaxvm.backend",
     "frontend": "relaxvm.frontend",
+    "testing": "relaxvm.testing.relax",
     "transform": "relaxvm.transform",
 }
 
-
-def _real_name(alias: str) -> str | None:
-    prefix = f"{__name__}."
-    if not alias.startswith(prefix):
-        return None
-    first, _, rest = alias[len(prefix) :].partition(".")
-    base = _OUTSIDE_IR.get(first, f"relaxvm.ir.relax.{first}")
-    return f"{base}.{rest}" if rest else base
-
-
-class _AliasLoader(importlib.abc.Loader):
-    def __init__(self, module: ModuleType) -> None:
-        self.module = module
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return self.module  # the real module; its own name and spec stay as they are
-
-    def exec_module(self, module: ModuleType) -> None:
-        pass  # already executed under its real name
-
-
-class _AliasFinder(importlib.abc.MetaPathFinder):
-    """Finds ``relaxvm.relax.<name>...`` as the real module (see the module docstring)."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        real = _real_name(fullname)
-        if real is None:
-            return None
-        try:
-            module = importlib.import_module(real)
-        except ModuleNotFoundError as err:
-            if err.name is not None and real.startswith(err.name):
-                return None  # no such module: the import system says so in its own words
-            raise
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
-
-
-# First in line: the path finder would otherwise load a second copy of a real submodule under
-# the alias (``relaxvm.relax.frontend.onnx`` from ``relaxvm.frontend``'s directory).
-if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _AliasFinder())
+# Every other ``relaxvm.relax.<name>`` is the IR's own ``relaxvm.ir.relax.<name>``.
+_module_alias.install(
+    {
+        f"{__name__}.": "relaxvm.ir.relax.",
+        **{f"{__name__}.{name}": real for name, real in _OUTSIDE_IR.items()},
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "frontend":
-        module = importlib.import_module("relaxvm.frontend")
+    if name in ("frontend", "testing"):
+        module = importlib.import_module(_OUTSIDE_IR[name])
         globals()[name] = module
         return module
     raise AttributeError(f"module 'relaxvm.relax' has no attribute '{name}'", name=name)

@@ -23,7 +23,14 @@ from relaxvm.ir import (
 )
 from relaxvm.ir import op as sop
 from relaxvm.ir.dtype import is_bool_dtype, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, PrimValue, RelaxExpr
+from relaxvm.ir.relax import (
+    BlockBuilder,
+    Call,
+    PrimStructInfo,
+    PrimValue,
+    RelaxExpr,
+    TensorStructInfo,
+)
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType, DataTypeCode
@@ -53,6 +60,9 @@ def cast_to(value: PrimExpr, dtype: DataType) -> PrimExpr:
     if value.dtype == dtype:
         return value
     if is_bool_dtype(dtype):
+        if value.dtype.is_float8:
+            # float8 has no comparisons: test its (exact) float32 value instead.
+            value = cast(value, "float32")
         return sop.not_equal(value, 0)
     return cast(value, dtype)
 
@@ -122,7 +132,10 @@ def _elementwise(
     for index in range(len(args)):
         if not _is_prim(call.args[index]):
             tensor_arg(call, index, f"{index}")
-    shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
+    shape = _out_shape(call)
+    sinfo = call.struct_info
+    assert isinstance(sinfo, TensorStructInfo) and sinfo.dtype is not None  # _out_shape checked
+    dtype = sinfo.dtype
     args = [checked_broadcast(bb, arg, shape, op_name(call)) for arg in args]
 
     def kernel(*operands: Operand) -> te.Tensor:
@@ -134,6 +147,47 @@ def _elementwise(
     return call_te(bb, kernel, *args, primfunc_name_hint=name, op_pattern=pattern, op=op_name(call))
 
 
+def _out_shape(call: Call) -> list[PrimExpr]:
+    """The result's extents. Inference leaves them unknown (rank only) when two operand
+    extents cannot be decided statically, ``n`` against ``4``, as TVM's; the kernel then
+    takes topi's broadcast of the operand shapes (a static extent wins, two symbols give
+    their max), and :func:`checked_broadcast` checks the operands at run time."""
+    sinfo = call.struct_info
+    operands = [getattr(a.struct_info, "shape_values", None) for a in call.args]
+    if (
+        isinstance(sinfo, TensorStructInfo)
+        and sinfo.shape_values is None
+        and sinfo.ndim != -1
+        and sinfo.dtype is not None
+        and all(v is not None or _is_prim(a) for v, a in zip(operands, call.args, strict=True))
+    ):
+        return kernel_broadcast_shape(op_name(call), [list(v) for v in operands if v is not None])
+    return shape_of(out_tensor_sinfo(call))
+
+
+def kernel_broadcast_shape(op: str, shapes: Sequence[Sequence[PrimExpr]]) -> list[PrimExpr]:
+    """The extents a broadcasting kernel computes, as topi's broadcast: trailing axes line
+    up, 1 gives way, equal extents stay, a literal wins over a symbol (the only value the
+    call can succeed with) and two symbols give their ``max``. Two different literals are a
+    LegalizationError (inference reports them first)."""
+    ndim = max((len(shape) for shape in shapes), default=0)
+    out: list[PrimExpr] = []
+    for position in range(ndim, 0, -1):
+        dims = [shape[-position] for shape in shapes if len(shape) >= position]
+        result = dims[0]
+        for dim in dims[1:]:
+            if is_one(dim) or structural_equal(dim, result):
+                continue
+            if is_one(result):
+                result = dim
+            elif isinstance(result, IntImm) and isinstance(dim, IntImm):
+                raise LegalizationError(f"{op}: extents {result} and {dim} do not broadcast")
+            elif isinstance(dim, IntImm) or not isinstance(result, IntImm):
+                result = dim if isinstance(dim, IntImm) else sop.max_expr(result, dim)
+        out.append(result)
+    return out
+
+
 def _is_prim(arg: RelaxExpr) -> bool:
     from relaxvm.ir.relax.struct_info import PrimStructInfo
 
@@ -142,15 +196,15 @@ def _is_prim(arg: RelaxExpr) -> bool:
 
 def _pattern(call: Call) -> OpPattern:
     """ElemWise when every tensor operand has the result's shape, else Broadcast."""
-    out = out_tensor_sinfo(call)
+    out_shape = _out_shape(call)
     for arg in call.args:
         sinfo = arg.struct_info
         if _is_prim(arg):
             continue
         values = getattr(sinfo, "shape_values", None)
-        if values is None or len(values) != len(shape_of(out)):
+        if values is None or len(values) != len(out_shape):
             return OpPattern.BROADCAST
-        if not all(structural_equal(a, b) for a, b in zip(values, shape_of(out), strict=True)):
+        if not all(structural_equal(a, b) for a, b in zip(values, out_shape, strict=True)):
             return OpPattern.BROADCAST
     return OpPattern.ELEMWISE
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from relaxvm.ir import PrimExpr
-from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
+from relaxvm.ir import IntImm, PrimExpr, select, structural_equal
+from relaxvm.ir import op as sop
+from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr, TensorStructInfo
 from relaxvm.ir.relax.op import add
 from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType
@@ -30,7 +31,7 @@ from ._kernel import (
     shape_of,
     tensor_arg,
 )
-from .elementwise import cast_to
+from .elementwise import cast_to, checked_broadcast, kernel_broadcast_shape
 
 __all__ = ["matmul_te"]
 
@@ -42,7 +43,14 @@ def _batch_index(
     result: list[Any] = []
     for axis, dim in enumerate(operand_batch):
         i = idx[offset + axis]
-        result.append(0 if is_one(dim) and not is_one(out_batch[offset + axis]) else i)
+        out_dim = out_batch[offset + axis]
+        if is_one(dim) and not is_one(out_dim):
+            result.append(0)
+        elif isinstance(dim, IntImm) or structural_equal(dim, out_dim):
+            result.append(i)
+        else:
+            # A symbolic extent other than the result's may be 1 at run time (broadcast).
+            result.append(select(sop.equal(dim, 1), IntImm(i.dtype, 0), i))
     return result
 
 
@@ -87,17 +95,32 @@ def matmul_te(
 @legalizes("relax.matmul")
 def legalize_matmul(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """One reduction kernel named ``matmul``."""
-    tensor_arg(call, 0, "x1")
-    tensor_arg(call, 1, "x2")
-    out = out_tensor_sinfo(call)
-    assert out.dtype is not None
-    shape = shape_of(out)
+    shapes = [shape_of(tensor_arg(call, 0, "x1")), shape_of(tensor_arg(call, 1, "x2"))]
+    args = list(call.args[:2])
+    out = call.struct_info
+    if isinstance(out, TensorStructInfo) and out.shape_values is None and out.ndim != -1:
+        # Inference left the batch extents unknown (two different symbols, as TVM does); the
+        # kernel takes topi's broadcast of them and the operands are checked at run time.
+        batch = kernel_broadcast_shape(op_name(call), [s[:-2] for s in shapes])
+        args = [
+            checked_broadcast(bb, arg, [*batch, *s[-2:]], op_name(call)) if len(s) > 1 else arg
+            for arg, s in zip(args, shapes, strict=True)
+        ]
+        a_rows = [shapes[0][-2]] if len(shapes[0]) > 1 else []
+        b_cols = [shapes[1][-1]] if len(shapes[1]) > 1 else []
+        shape = [*batch, *a_rows, *b_cols]
+        dtype = out.dtype
+    else:
+        known = out_tensor_sinfo(call)
+        shape, dtype = shape_of(known), known.dtype
+    if dtype is None:
+        raise LegalizationError(f"{op_name(call)}: cannot legalize: the result dtype is unknown")
 
     def kernel(a: te.Tensor, b: te.Tensor) -> te.Tensor:
-        return matmul_te(a, b, shape, out.dtype)  # type: ignore[arg-type]
+        return matmul_te(a, b, shape, dtype)
 
     return call_te(
-        bb, kernel, call.args[0], call.args[1], primfunc_name_hint="matmul",
+        bb, kernel, *args, primfunc_name_hint="matmul",
         op_pattern=OpPattern.OUT_EWISE_FUSABLE, op=op_name(call),
     )  # fmt: skip
 

@@ -5,9 +5,15 @@ it), then ``q + zero_point`` clipped to ``out_dtype``'s range and cast. The addi
 clip run in float64, where every int32 bound and every sum is exact (in float32, int32's
 maximum rounds up to 2**31 and the cast would overflow).
 
+quantize to float8 (``float8_e4m3fn``, ``float8_e5m2``), as TVM: no integer rounding;
+``float32(data) / float32(scale) + float32(zero_point)`` is clipped to the type's finite range
+(NaN stays NaN: the clip is numpy's max/min) and cast, which rounds to the nearest float8,
+ties to even (see :mod:`relaxvm.runtime.float8`).
+
 dequantize: ``float32(int64(data) - int64(zero_point)) * float32(scale)`` (int64, so int32
 data minus its zero point cannot wrap), saturated to float16's finite range when
-``out_dtype`` is float16.
+``out_dtype`` is float16. Float data (float8, float16, float32) subtracts in float32
+instead.
 
 A 1-D ``scale`` / ``zero_point`` is read at the output index along ``axis``; a 0-d one at ``()``.
 """
@@ -20,9 +26,12 @@ import numpy as np
 
 from relaxvm.ir import FloatImm, PrimExpr, cast
 from relaxvm.ir import op as sop
+from relaxvm.ir.dtype import is_int_dtype
 from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
 from relaxvm.ir.tir import intrin as T
 from relaxvm.ir.tir import te
+from relaxvm.runtime.dtype import DataType
+from relaxvm.runtime.float8 import float8_format
 
 from ._kernel import (
     OpPattern,
@@ -61,6 +70,8 @@ def legalize_quantize(bb: BlockBuilder, call: Call) -> RelaxExpr:
         tensor_arg(call, index, what)
     shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
     axis = _axis(call, len(shape))
+    if dtype.is_float8:
+        return _quantize_float8(bb, call, shape, dtype, axis)
     info = np.iinfo(dtype.numpy_dtype())
     lo, hi = _f64(float(info.min)), _f64(float(info.max))
 
@@ -86,6 +97,32 @@ def legalize_quantize(bb: BlockBuilder, call: Call) -> RelaxExpr:
     )
 
 
+def _quantize_float8(
+    bb: BlockBuilder, call: Call, shape: Any, dtype: DataType, axis: int
+) -> RelaxExpr:
+    bound = float8_format(dtype).max_value
+    lo, hi = FloatImm("float32", -bound), FloatImm("float32", bound)
+
+    def kernel(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor) -> te.Tensor:
+        def body(*idx: Any) -> PrimExpr:
+            scaled = sop.true_div(
+                cast(data[idx], "float32"), cast(_param(scale, idx, axis), "float32")
+            )
+            value = sop.add(scaled, cast(_param(zero_point, idx, axis), "float32"))
+            return cast(sop.min_expr(sop.max_expr(value, lo), hi), dtype)
+
+        return te.compute(shape, body, name="T_quantize")
+
+    return call_te(
+        bb,
+        kernel,
+        *call.args,
+        primfunc_name_hint="quantize",
+        op_pattern=OpPattern.ELEMWISE,
+        op=op_name(call),
+    )
+
+
 @legalizes("relax.dequantize")
 def legalize_dequantize(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """``(data - zero_point) * scale`` in ``out_dtype`` (float16 saturates)."""
@@ -93,11 +130,15 @@ def legalize_dequantize(bb: BlockBuilder, call: Call) -> RelaxExpr:
         tensor_arg(call, index, what)
     shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
     axis = _axis(call, len(shape))
+    # Integers subtract exactly in int64; float data (float8 included) subtracts in float32,
+    # as TVM.
+    data_dtype = tensor_arg(call, 0, "data").dtype
+    sub_type = "int64" if data_dtype is not None and is_int_dtype(data_dtype) else "float32"
 
     def kernel(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor) -> te.Tensor:
         def body(*idx: Any) -> PrimExpr:
             shifted = sop.sub(
-                cast(data[idx], "int64"), cast(_param(zero_point, idx, axis), "int64")
+                cast(data[idx], sub_type), cast(_param(zero_point, idx, axis), sub_type)
             )
             value = sop.mul(cast(shifted, "float32"), cast(_param(scale, idx, axis), "float32"))
             if str(dtype) == "float32":

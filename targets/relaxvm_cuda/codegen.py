@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 import llvmlite.ir as ir
@@ -119,6 +120,12 @@ def _launch_data(
     return tuple(encoded), single
 
 
+class _ArgumentAttributes(ir.values.ArgumentAttributes):  # type: ignore[misc]
+    """llvmlite's parameter attributes plus ``readonly`` (valid LLVM IR it does not list)."""
+
+    _known = MappingProxyType({**ir.values.ArgumentAttributes._known, "readonly": False})
+
+
 def generate_kernel_ir(func: PrimFunc, name: str, symbol: str) -> tuple[str, PTXKernel]:
     """The LLVM IR (NVPTX) of one kernel and its :class:`PTXKernel` entry.
 
@@ -146,6 +153,15 @@ def generate_kernel_ir(func: PrimFunc, name: str, symbol: str) -> tuple[str, PTX
     gen = PTXFunctionCodegen(ModuleState(module, ()), fn, name, symbol, extents, single)
     try:
         bind_arguments(gen, func, fn, variables, noalias)
+        # Inputs the kernel never writes are `readonly`: with `noalias`, what lets LLVM load
+        # them through the read-only cache (ld.global.nc) even where a vector loop takes
+        # their address to check its alignment (which hides the fact from LLVM's inference).
+        buffer_params = [p for p in signature.params if isinstance(p, BufferParam)]
+        for arg, param in zip(fn.args, buffer_params, strict=False):
+            if not param.written:
+                attributes = _ArgumentAttributes(arg.attributes)
+                attributes.add("readonly")
+                arg.attributes = attributes
         gen.emit_stmt(func.body)
         if not gen.builder.block.is_terminated:
             gen.builder.ret_void()

@@ -5,7 +5,9 @@ stores, arithmetic, casts, serial loops) and changes what differs on a GPU:
 
 * a loop bound to ``blockIdx``/``threadIdx`` reads the special register of its axis (plus
   the loop's ``min``), guarded when its extent may be below the launch extent; ``vthread``,
-  ``parallel`` and ``vectorized`` loops run serially in the thread (no CPU vector code);
+  ``parallel`` and ``vectorized`` loops run serially in the thread (no CPU vector code),
+  except the injective schedule's vector loops, whose aligned accesses become 128-bit
+  loads and stores (:mod:`.codegen_vector`);
 * ``shared`` scratch is a static ``addrspace(3)`` array, ``local`` scratch a stack slot,
   ``global`` scratch a static ``addrspace(1)`` array in kernels launched as one thread, and
   per thread (a stack slot up to :data:`LOCAL_LIMIT_BYTES`, else the heap) when allocated
@@ -28,7 +30,7 @@ import llvmlite.ir as ir
 
 from relaxvm.ir import IntImm, PrimExpr
 from relaxvm.ir.structural import structural_equal
-from relaxvm.ir.tir import Allocate, Call, Evaluate, For, ForKind, Stmt
+from relaxvm.ir.tir import Allocate, Buffer, BufferLoad, Call, Evaluate, For, ForKind, Stmt
 from relaxvm.ir.tir.intrin import CheckIndex
 from relaxvm.ir.tir.intrin_gpu import ShflDown, StorageSync
 from relaxvm.runtime.dtype import DataType
@@ -36,6 +38,7 @@ from relaxvm_llvm.codegen_stmt import FunctionCodegen, ModuleState
 from relaxvm_llvm.lltypes import I32, I64, PTR, Lane, is_signed, mem_type
 
 from .codegen_math import LLVM_INTRINSICS, emit_math_call
+from .codegen_vector import emit_vector_loop, match_vector_loop
 from .errors import CUDABuildError
 
 __all__ = [
@@ -106,6 +109,9 @@ class PTXFunctionCodegen(FunctionCodegen):
         self.single_thread = single_thread
         self._statics = 0
         self._thread_depth = 0  # thread-bound loops around the statement being generated
+        #: Inside a vector loop's element (:mod:`.codegen_vector`): the store's indices and,
+        #: per contiguous buffer, this element's value from the vector load.
+        self.lane_loads: tuple[tuple[PrimExpr, ...], dict[Buffer, ir.Value]] | None = None
 
     def error(self, message: str) -> CUDABuildError:  # type: ignore[override]
         return CUDABuildError(f"cuda target: kernel {self.kernel!r}: {message}")
@@ -138,6 +144,16 @@ class PTXFunctionCodegen(FunctionCodegen):
         mask, clamp = ir.Constant(I32, -1), ir.Constant(I32, 31)  # every lane; whole warp
         delta = self.scalar(delta_expr)
         return Lane(Lane.SCALAR, self.builder.call(shfl, [mask, value, delta, clamp]))
+
+    def emit_load(self, expr: BufferLoad) -> Lane:
+        if self.lane_loads is not None:
+            indices, values = self.lane_loads
+            value = values.get(expr.buffer)
+            if value is not None and all(
+                a is b for a, b in zip(expr.indices, indices, strict=True)
+            ):
+                return Lane(Lane.SCALAR, value)
+        return super().emit_load(expr)
 
     def _check_index(self, expr: CheckIndex) -> Lane:
         index_expr, extent_expr, axis, op_code = expr.args
@@ -179,6 +195,11 @@ class PTXFunctionCodegen(FunctionCodegen):
         if stmt.kind == ForKind.THREAD_BINDING and stmt.thread_binding != "vthread":
             self._thread_loop(stmt)
             return
+        if stmt.kind == ForKind.VECTORIZED:
+            vector = match_vector_loop(stmt)
+            if vector is not None:
+                emit_vector_loop(self, vector)
+                return
         extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else None
         if stmt.kind == ForKind.UNROLLED or extent == 1:
             super()._for(stmt)

@@ -90,6 +90,9 @@ class CUDAModule(Module):
         The kernels' TIR, by kernel name; None when the module was loaded without it.
     host : Module or None
         The host functions' module.
+    rebuilt : bool
+        Whether the PTX was compiled again from the TIR of a file nobody vouched for (its
+        own PTX ignored; :mod:`relaxvm_cuda.untrusted`).
     """
 
     type_key = "cuda"
@@ -118,6 +121,7 @@ class CUDAModule(Module):
         super().__init__(kernels, name="cuda")
         self.program = program
         self.host = host
+        self.rebuilt = False
         if host is not None:
             self.import_module(host)
         self._lock = threading.Lock()

@@ -457,36 +457,49 @@ def load(data: bytes, target: Any = None, *, trust: bool = False) -> CUDAModule:
 
     PTX is code the GPU runs: it is used only when the file's tag verifies under the user's
     key (the user exported it), or when ``trust``, ``relaxvm.load_module(path, trust=True)``
-    or ``RELAXVM_TRUST_OBJECT_CODE=1`` says so (``docs/security.md``). The kernels' TIR (for
-    the simulator) is decoded by the strict codec of ``relaxvm_llvm.tir_data``; the host
-    functions are loaded by the llvm target, under the same trust.
+    or ``RELAXVM_TRUST_OBJECT_CODE=1`` says so (``docs/security.md``). Otherwise the PTX is
+    ignored and the kernels are compiled again from the file's TIR, checked for memory
+    safety first (:mod:`relaxvm_cuda.untrusted`; the module's ``rebuilt`` is then True). The
+    TIR (also what the simulator runs) is decoded by the strict codec of
+    ``relaxvm_llvm.tir_data``; the host functions are loaded by the llvm target, trusted with
+    the file or else by their own tag.
 
     Raises
     ------
     relaxvm.errors.ExecutableFormatError
         Truncated, corrupt or foreign data (naming the offset or header field), another
-        format version, or PTX that is neither signed with the user's key nor trusted.
+        format version, or an untrusted file whose TIR is missing, does not decode, does not
+        compile safely or does not match its header.
     """
     parsed = _parse(data)
     trusted = parsed.authentic or trust or security.object_code_trusted()
-    if not trusted:
-        raise _corrupt(
-            "the PTX is not signed with your key (the file was exported by someone else, or "
-            "changed since); refusing to run it; export the model again on this machine, or, "
-            "only if you trust whoever wrote the file as you trust a program, load it with "
-            f"relaxvm.load_module(path, trust=True) (or set {security.TRUST_ENV}=1)"
-        )
     tir = None
     if parsed.tir:
         from relaxvm_llvm.tir_data import decode
 
-        tir = dict(decode(parsed.tir))
+        try:
+            tir = dict(decode(parsed.tir))
+        except ExecutableFormatError as err:
+            if trusted:
+                raise
+            from .untrusted import UNTRUSTED
+
+            raise _corrupt(f"{UNTRUSTED}, and its TIR does not decode: {err}") from None
+    program = parsed.program
+    if not trusted:  # the PTX is ignored: compiled again from the (checked) TIR
+        from .untrusted import rebuild
+
+        program, tir = rebuild(parsed.program, tir, parsed.tir_missing)
     host = None
     if parsed.host:
         from relaxvm_llvm.target import load as load_llvm
 
-        host = load_llvm(parsed.host, trust=True)  # inside this file's verified tag
+        # Inside this file's verified tag when trusted; else the llvm target decides by the
+        # host functions' own tag (rebuilding them from their TIR when it does not verify).
+        host = load_llvm(parsed.host, trust=trusted)
     try:
-        return CUDAModule(parsed.program, tir, host=host, tir_missing=parsed.tir_missing)
+        module = CUDAModule(program, tir, host=host, tir_missing=parsed.tir_missing)
     except VMValueError as err:
         raise _corrupt(f"the TIR does not match the kernels: {err}") from None
+    module.rebuilt = not trusted
+    return module

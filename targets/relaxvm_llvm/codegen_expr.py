@@ -52,6 +52,7 @@ from relaxvm.ir.tir.intrin import CheckIndex
 from relaxvm.ir.tir.intrin import IfThenElse as IfThenElseCall
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
+from .codegen_float8 import cast_float8
 from .codegen_math import emit_math_call, float_max, float_min
 from .codegen_memory import MemoryCodegen
 from .errors import LLVMBuildError
@@ -314,6 +315,8 @@ class ExprCodegen(MemoryCodegen):
 
     def _compare(self, expr: CmpExpr) -> Lane:
         dtype = expr.a.dtype
+        if dtype.is_float8:
+            raise self.error(f"cannot compare {dtype} values (`{expr}`): cast to float32 first")
         x, y = self._pair(self.emit(expr.a), self.emit(expr.b))
         op = _FLOAT_CMP[type(expr)]
         b = self.builder
@@ -359,6 +362,8 @@ class ExprCodegen(MemoryCodegen):
         if vector:
             target = ir.VectorType(target, value.type.count)
         zero = ir.Constant(value.type, None)
+        if src.is_float8 or dst.is_float8:
+            return cast_float8(self, value, src, dst)
         if dst.code == DataTypeCode.BOOL:
             if is_float(src):
                 return b.fcmp_unordered("!=", value, zero)

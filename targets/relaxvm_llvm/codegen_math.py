@@ -1,6 +1,8 @@
-"""Intrinsic calls: LLVM intrinsics, libm functions (tanh, scalar erf and the trigonometric
-and hyperbolic functions), vectorizable float32 ``exp`` and ``erf``, and the integer bitwise
-and shift intrinsics (with numpy's result for shift counts outside ``[0, bits)``).
+"""Intrinsic calls: LLVM intrinsics, libm functions (``tanh``, ``erf`` and the trigonometric
+and hyperbolic functions outside vector code, and in float64), vectorizable float32 ``exp``
+and ``erf`` (here) and ``tanh``, ``sin`` ... ``atanh`` (:mod:`.codegen_math_f64`), and the
+integer bitwise and shift intrinsics (with numpy's result for shift counts outside ``[0,
+bits)``).
 
 LLVM has no vector math library here, so ``llvm.exp.v16f32`` becomes 16 scalar ``expf``
 calls. Inside explicitly vectorized loops (and everywhere with the ``afn`` fast-math flag)
@@ -29,6 +31,7 @@ from relaxvm.ir.tir import Call
 from relaxvm.ir.tir.intrin import BitwiseCall
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
+from .codegen_math_f64 import VECTOR_FUNCS, vector_math_f32
 from .lltypes import I32, Lane, llvm_type
 
 __all__ = ["emit_math_call", "erf_f32", "exp_f32", "float_max", "float_min"]
@@ -148,7 +151,8 @@ _LLVM_UNARY = {
     "trunc": "trunc",
 }
 # No LLVM intrinsic lowers these without a libm call anyway (llvm.sin/llvm.cos become sinf/
-# cosf), so call libm directly: one scalar call per lane in vector code (docs/llvm_target.md).
+# cosf), so call libm directly: one scalar call per lane in vector code, where only float64
+# (and float32 outside explicitly vectorized loops without `afn`) still gets here.
 _LIBM = {
     name: name
     for name in (
@@ -219,8 +223,11 @@ def _math(gen: Any, short: str, values: list[ir.Value], dtype: DataType) -> ir.V
             return exp_f32(gen, x)
         denom = b.fadd(one, exp_f32(gen, b.fneg(x)), flags=gen.fastmath)
         return b.fdiv(one, denom, flags=gen.fastmath)
-    if short == "erf" and dtype.bits == 32 and (gen.lanes > 1 or "afn" in gen.fastmath):
-        return erf_f32(gen, x)
+    if dtype.bits == 32 and (gen.lanes > 1 or "afn" in gen.fastmath):
+        if short == "erf":
+            return erf_f32(gen, x)
+        if short in VECTOR_FUNCS:
+            return vector_math_f32(gen, short, x)
     if short in _LLVM_UNARY:
         return gen.intrinsic(_LLVM_UNARY[short], [x])
     if short == "pow":

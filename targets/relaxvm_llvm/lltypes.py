@@ -43,6 +43,9 @@ def llvm_type(dtype: DataType) -> ir.Type:
         return ir.IntType(dtype.bits)
     if code == DataTypeCode.BOOL:
         return I1
+    if dtype.is_float8:
+        # No 8-bit float in LLVM: the value is its bit pattern (see codegen_float8).
+        return I8
     if code == DataTypeCode.HANDLE:
         return PTR
     raise LLVMBuildError(f"llvm target: dtype {dtype} is not supported")

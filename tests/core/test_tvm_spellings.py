@@ -355,3 +355,131 @@ def test_profiling_vm_as_tvm_builds_it(mod):
     report = vm.profile("main", x)
     assert report.num_calls > 0 and "Name" in report.table()
     assert vm["main"](x).numpy().tolist() == [[2.0] * 3] * 2
+
+
+# ---- TVM's error names ------------------------------------------------------------------------
+def test_tvm_error_names_are_the_relaxvm_classes():
+    from relaxvm.errors import RelaxVMError
+    from relaxvm.script import ScriptError
+
+    assert relaxvm.TVMError is RelaxVMError
+    assert relaxvm.error.TVMError is RelaxVMError
+    assert relaxvm.error.InternalError is RelaxVMError
+    assert relaxvm.error.DiagnosticError is ScriptError
+    assert relaxvm.error.OpNotImplemented is relaxvm.errors.OpNotImplemented
+
+
+def test_tvm_error_catches_what_relaxvm_raises():
+    from relaxvm import relax
+
+    with pytest.raises(relaxvm.TVMError, match="relax.reshape"):
+        bb = relax.BlockBuilder()
+        bb.normalize(relax.op.reshape(relax.Var("x", relax.TensorStructInfo([2, 3])), (4, 2)))
+    with pytest.raises(relaxvm.error.DiagnosticError, match="undefined name 'nope'"):
+        from_source("@R.function\ndef f(x: R.Tensor((2,), 'float32')):\n    return nope\n")
+
+
+# ---- import paths ---------------------------------------------------------------------------
+_TVM_IMPORTS = """
+import sys
+import relaxvm
+import relaxvm.tir
+import relaxvm.te
+from relaxvm.tir.function import PrimFunc
+from relaxvm.ir import Op, DummyGlobalInfo
+from relaxvm.ir.base import assert_structural_equal
+from relaxvm.script.parser import ir as I, relax as R, tir as T
+from relaxvm.relax.testing.vm import check_saved_func
+import relaxvm.ir.relax.expr
+import relaxvm.ir.tir.function
+
+assert relaxvm.tir is relaxvm.ir.tir and relaxvm.te is relaxvm.ir.tir.te
+assert PrimFunc is relaxvm.ir.tir.function.PrimFunc
+# one module per real module, which keeps its own name and spec
+assert sys.modules["relaxvm.tir.function"] is relaxvm.ir.tir.function
+assert relaxvm.ir.tir.function.__spec__.name == "relaxvm.ir.tir.function"
+assert Op is relaxvm.ir.relax.expr.Op
+assert assert_structural_equal is relaxvm.ir.assert_structural_equal
+assert I is relaxvm.script.ir and R is relaxvm.script.relax and T is relaxvm.script.tir
+assert relaxvm.script.ir_module is relaxvm.script.ir.ir_module
+assert relaxvm.script.parser.parse is relaxvm.script.from_source
+try:
+    import relaxvm.tir.nosuch
+except ModuleNotFoundError as err:
+    assert str(err) == "No module named 'relaxvm.tir.nosuch'", str(err)
+else:
+    raise AssertionError("relaxvm.tir.nosuch imported")
+print("ok")
+"""
+
+
+def test_tvm_import_paths_give_the_real_modules():
+    result = subprocess.run([sys.executable, "-c", _TVM_IMPORTS], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_import_relaxvm_does_not_load_the_aliased_packages():
+    code = "import sys, relaxvm\nassert 'relaxvm.ir' not in sys.modules\nrelaxvm.error\n"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tir_node_names():
+    from relaxvm import ir, tir
+
+    for name in ("Div", "Mod", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not"):
+        assert getattr(tir, name) is getattr(ir, name), name
+    x = tir.Var("x", "int32")
+    assert isinstance(tir.EQ(x, 1), tir.EQ)
+
+
+def test_dummy_global_info_equals_its_kind():
+    from relaxvm.ir import DummyGlobalInfo, GlobalInfo
+
+    assert DummyGlobalInfo() == DummyGlobalInfo()
+    assert hash(DummyGlobalInfo()) == hash(DummyGlobalInfo())
+    assert DummyGlobalInfo() != GlobalInfo()
+    assert isinstance(DummyGlobalInfo(), GlobalInfo)
+
+
+# ---- relax namespace --------------------------------------------------------------------------
+def test_relax_namespace_has_tvm_builders():
+    from relaxvm import relax
+
+    assert relax.ExecBuilder is relaxvm.ExecBuilder
+    assert relax.call_tir is relax.op.call_tir
+    assert relax.call_dps_packed is relax.op.call_dps_packed
+    assert relax.call_tir_inplace is relax.op.call_tir_inplace
+    assert relax.call_pure_packed is relax.op.call_pure_packed
+    assert relax.testing.vm.check_saved_func is not None
+
+
+def test_relax_testing_vm_packed_functions():
+    import relaxvm.relax.testing.vm
+
+    get = relaxvm.get_global_func
+    a = relaxvm.tensor(np.arange(6, dtype="float32").reshape(2, 3))
+    out = relaxvm.empty((2, 3), "float32")
+    get("test.vm.identity")(a, out)
+    np.testing.assert_array_equal(out.numpy(), a.numpy())
+    tiled = relaxvm.empty((2, 6), "float32")
+    get("test.vm.tile")(a, tiled)
+    np.testing.assert_array_equal(tiled.numpy(), np.tile(a.numpy(), (1, 2)))
+    np.testing.assert_array_equal(get("test.vm.add")(a, a).numpy(), 2 * a.numpy())
+    np.testing.assert_array_equal(get("test.vm.mul")(a, a).numpy(), a.numpy() ** 2)
+    np.testing.assert_array_equal(get("test.vm.subtract_one")(a).numpy(), a.numpy() - 1)
+    assert get("test.vm.equal_zero")(relaxvm.tensor(np.zeros(3, "int32"))).numpy().item() is True
+    assert get("test.vm.add_scalar")(2, 3) == 5
+    assert get("test.vm.move")(a) is a
+    assert get("test.vm.get_device_id")(relaxvm.cpu(0)) == 0
+    assert get("test.vm.check_if_defined")(None) is False
+
+
+def test_check_saved_func_runs_directly_and_saved(mod):
+    from relaxvm.relax.testing.vm import check_saved_func
+
+    vm = relaxvm.VirtualMachine(relaxvm.compile(mod, target="llvm"), relaxvm.cpu())
+    x = relaxvm.tensor(np.arange(6, dtype="float32").reshape(2, 3))
+    result = check_saved_func(vm, "main", x)
+    np.testing.assert_array_equal(result.numpy(), 2 * x.numpy())
+    assert "main_saved" in vm

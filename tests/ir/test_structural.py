@@ -246,8 +246,12 @@ def test_symbolic_vars_defined_by_annotations_need_no_mapping() -> None:
     # Each function has its own `n`: defined by the parameter annotation, so no mapping needed.
     assert structural_equal(_relax_func(0), _relax_func(0))
     k1, k2 = Var("k"), Var("k")
-    assert not structural_equal(rx.TensorStructInfo([k1]), rx.TensorStructInfo([k2]))
-    assert structural_equal(rx.TensorStructInfo([k1]), rx.TensorStructInfo([k2]), True)
+    assert not structural_equal(
+        rx.TensorStructInfo([k1], dtype=None), rx.TensorStructInfo([k2], dtype=None)
+    )
+    assert structural_equal(
+        rx.TensorStructInfo([k1], dtype=None), rx.TensorStructInfo([k2], dtype=None), True
+    )
 
 
 def test_sibling_loops_may_reuse_a_loop_variable() -> None:

@@ -134,7 +134,7 @@ class Signatures:
 def test_every_annotation_kind() -> None:
     k = SymVar("k")
     expected = [
-        rx.TensorStructInfo(),
+        rx.TensorStructInfo(dtype=None),
         tensor(None, ndim=2),
         rx.ShapeStructInfo([2, k]),
         rx.ShapeStructInfo(ndim=3),

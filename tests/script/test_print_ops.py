@@ -138,7 +138,9 @@ def _namespace() -> dict[str, Any]:
     r_ns.shape = rx.ShapeExpr
     r_ns.prim_value = rx.PrimValue
     r_ns.const = rx.const
-    r_ns.Tensor = lambda shape=None, dtype=None, ndim=-1: rx.TensorStructInfo(shape, dtype, ndim)
+    r_ns.Tensor = lambda shape=None, dtype=None, ndim=-1: rx.TensorStructInfo(
+        shape, dtype, ndim=ndim
+    )
     r_ns.Object = rx.ObjectStructInfo()
     r_ns.Tuple = lambda *fields: rx.TupleStructInfo(list(fields))
     t_ns = types.SimpleNamespace(
@@ -198,8 +200,9 @@ def test_attribute_keywords_follow_the_builder_signature() -> None:
         "tir_vars=R.shape([n]))"
     )
     assert RelaxPrinter().call(SPECIAL["relax.call_tir_inplace"]()) == (
-        "R.call_tir_inplace(cls.kernel, (x, vec), inplace_indices=[0, -1], "
-        'out_sinfo=[R.Tensor((n, 4), dtype="float32"), R.Tensor((n, 4), dtype="float32")])'
+        "R.call_tir_inplace(cls.kernel, (x, vec), "
+        'out_sinfo=[R.Tensor((n, 4), dtype="float32"), R.Tensor((n, 4), dtype="float32")], '
+        "inplace_indices=[0, -1])"
     )
     assert RelaxPrinter().call(SPECIAL["relax.assert_op"]()) == (
         'R.assert_op(mask, [x, vec], format="bad {} {}")'

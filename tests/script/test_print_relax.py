@@ -47,7 +47,7 @@ def test_seed_module_prints_as_tvmscript() -> None:
         "\n"
         "@I.ir_module\n"
         "class Module:\n"
-        "    @T.prim_func\n"
+        "    @T.prim_func(private=True)\n"
         '    def add(x: T.Buffer((T.int64(3), T.int64(4)), "float32"), '
         'C: T.Buffer((T.int64(3), T.int64(4)), "float32")):\n'
         '        T.func_attr({"tir.noalias": True})\n'
@@ -57,11 +57,11 @@ def test_seed_module_prints_as_tvmscript() -> None:
         "    @R.function\n"
         '    def main(x: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((3, 4), dtype="float32"):\n'
         "        with R.dataflow():\n"
-        '            lv0 = R.call_tir(cls.add, (x,), out_sinfo=R.Tensor((3, 4), dtype="float32"))\n'
-        '            lv1: R.Tensor((3, 4), dtype="float32") = R.add(lv0, x)\n'
-        '            gv0: R.Tensor((3, 4), dtype="float32") = lv1\n'
-        "            R.output(gv0)\n"
-        "        return gv0\n"
+        '            lv = R.call_tir(cls.add, (x,), out_sinfo=R.Tensor((3, 4), dtype="float32"))\n'
+        '            lv1: R.Tensor((3, 4), dtype="float32") = R.add(lv, x)\n'
+        '            gv: R.Tensor((3, 4), dtype="float32") = lv1\n'
+        "            R.output(gv)\n"
+        "        return gv\n"
     )
     mod = bb.get()
     assert mod.script() == expected
@@ -163,8 +163,8 @@ def test_struct_info_forms() -> None:
         rx.TensorStructInfo([n, 4], F32): 'R.Tensor((n, 4), dtype="float32")',
         rx.TensorStructInfo([], "bool"): 'R.Tensor((), dtype="bool")',
         rx.TensorStructInfo(dtype=F32, ndim=2): 'R.Tensor(dtype="float32", ndim=2)',
-        rx.TensorStructInfo(ndim=3): "R.Tensor(ndim=3)",
-        rx.TensorStructInfo(): "R.Tensor",
+        rx.TensorStructInfo(dtype=None, ndim=3): "R.Tensor(ndim=3)",
+        rx.TensorStructInfo(dtype=None): "R.Tensor",
         rx.TensorStructInfo(shape_var, F32): 'R.Tensor(s, dtype="float32")',
         rx.TensorStructInfo([2], F32, vdevice=cpu(0)): (
             'R.Tensor((2,), dtype="float32", vdevice="cpu:0")'
@@ -257,8 +257,10 @@ def test_packed_calls_and_dps_calls() -> None:
         'R.call_dps_packed("h", (x,), out_sinfo=[R.Tensor((2,), dtype="float32"), '
         'R.Tensor((2,), dtype="float32")])'
     )
-    assert printer.call(op.call_tir(rx.GlobalVar("k"), x, rx.TupleStructInfo([out]))) == (
-        'R.call_tir(cls.k, x, out_sinfo=R.Tuple(R.Tensor((2,), dtype="float32")))'
+    # A tuple-valued variable is passed as it is (a lone tensor would become ``(x,)``).
+    xs = rx.Var("xs", rx.TupleStructInfo([out]))
+    assert printer.call(op.call_tir(rx.GlobalVar("k"), xs, rx.TupleStructInfo([out]))) == (
+        'R.call_tir(cls.k, xs, out_sinfo=R.Tuple(R.Tensor((2,), dtype="float32")))'
     )
     assert printer.call(op.sum(x, axis=[0], keepdims=True)) == ("R.sum(x, axis=[0], keepdims=True)")
     assert printer.call(rx.Call(rx.Op.get("custom.op"), [x])) == 'R.Op("custom.op")(x)'
@@ -276,7 +278,7 @@ def test_distinct_variables_with_one_name_print_distinctly() -> None:
         'dtype="float32")) -> R.Tensor(("n",), dtype="float32"):'
     )
     assert lines[5:7] == ["    n = T.int64()", "    n_1 = T.int64()"]
-    assert lines[7] == '    R_: R.Tensor((n,), dtype="float32") = R.add(x, x)'
+    assert lines[7] == '    R_1: R.Tensor((n,), dtype="float32") = R.add(x, x)'
 
 
 def test_one_line_text_for_messages() -> None:

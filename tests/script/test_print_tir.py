@@ -204,8 +204,8 @@ def test_names_are_unique_and_valid_identifiers() -> None:
         "for i in range(T.int64(4)):",
         "    A[i, T.int64(0)] = T.float32(1.0)",
         "for lambda_ in range(T.int64(4)):",
-        "    for T_ in T.parallel(T.int64(4)):",
-        "        A[lambda_, T_] = T.float32(2.0)",
+        "    for T_1 in T.parallel(T.int64(4)):",
+        "        A[lambda_, T_1] = T.float32(2.0)",
     ]
 
 

@@ -245,7 +245,7 @@ def struct_info_module() -> rx.IRModule:
     n = SymVar("n")
     params = [
         rx.Var("a", rx.TensorStructInfo(dtype=F32, ndim=2)),
-        rx.Var("b", rx.TensorStructInfo()),
+        rx.Var("b", rx.TensorStructInfo(dtype=None)),
         rx.Var("c", rx.TensorStructInfo([n, n * 2], "int8")),
         rx.Var("d", rx.ShapeStructInfo([n, 3])),
         rx.Var("e", rx.PrimStructInfo("float32")),

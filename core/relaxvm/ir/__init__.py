@@ -45,6 +45,7 @@ from .expr import (
     Var,
 )
 from .expr_functor import evaluate, free_vars, post_order_visit, substitute
+from .global_info import DummyGlobalInfo, GlobalInfo
 from .op import (
     cast,
     const,
@@ -61,6 +62,7 @@ from .op import (
     truncmod,
 )
 from .printer import expr_to_str
+from .relax.expr import Op
 from .relax.module import IRModule
 from .relax.vdevice import VDevice
 from .structural import (
@@ -90,10 +92,12 @@ __all__ = [
     "CmpExpr",
     "ConstIntBound",
     "Div",
+    "DummyGlobalInfo",
     "ExprLike",
     "FloatImm",
     "FloorDiv",
     "FloorMod",
+    "GlobalInfo",
     "IRModule",
     "IntImm",
     "Max",
@@ -101,6 +105,7 @@ __all__ = [
     "Mod",
     "Mul",
     "Not",
+    "Op",
     "Or",
     "PrimExpr",
     "Range",

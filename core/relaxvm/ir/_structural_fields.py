@@ -48,11 +48,12 @@ from .relax.expr import (
 )
 from .relax.module import IRModule
 from .structural import DEF, DEF_FIRST, ISOLATED, USE
-from .tir.block import Block, BlockRealize, BufferRegion, IterVar
+from .tir.block import Block, BlockRealize, BufferRegion, IterVar, MatchBufferRegion
 from .tir.buffer import Buffer, BufferLoad
 from .tir.function import PrimFunc
 from .tir.intrin import Call as TirCall
-from .tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
+from .tir.let_expr import Let as TirLet
+from .tir.stmt import Allocate, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 
 __all__ = ["REFLECTORS"]
 
@@ -163,6 +164,29 @@ def _allocate(node: Allocate) -> Reflection:
     return False, _NONE, ((".buffer", node.buffer, DEF), (".body", node.body, USE))
 
 
+def _decl_buffer(node: DeclBuffer) -> Reflection:
+    # The memory it declares is a use (another buffer's handle or a parameter), the buffer a
+    # definition.
+    return (
+        False,
+        _NONE,
+        (
+            (".buffer.data", node.buffer.data, USE),
+            (".buffer", node.buffer, DEF),
+            (".body", node.body, USE),
+        ),
+    )
+
+
+def _tir_let(node: TirLet) -> Reflection:
+    children = ((".value", node.value, USE), (".var", node.var, DEF), (".body", node.body, USE))
+    return False, (node.dtype,), children
+
+
+def _match_buffer_region(node: MatchBufferRegion) -> Reflection:
+    return False, _NONE, ((".source", node.source, USE), (".buffer", node.buffer, DEF))
+
+
 def _evaluate(node: Evaluate) -> Reflection:
     return False, _NONE, ((".value", node.value, USE),)
 
@@ -185,6 +209,7 @@ def _tir_block(node: Block) -> Reflection:
     children = (
         (".iter_vars", node.iter_vars, USE),
         (".alloc_buffers", node.alloc_buffers, DEF),
+        (".match_buffers", node.match_buffers, USE),
         (".reads", node.reads, USE),
         (".writes", node.writes, USE),
         (".annotations", node.annotations, USE),
@@ -358,6 +383,9 @@ REFLECTORS: dict[type, tuple[Callable[[Any], Reflection], tuple[str, ...]]] = {
     IfThenElse: (_if_then_else, ()),
     Allocate: (_allocate, ()),
     Evaluate: (_evaluate, ()),
+    DeclBuffer: (_decl_buffer, ()),
+    TirLet: (_tir_let, ("dtype",)),
+    MatchBufferRegion: (_match_buffer_region, ()),
     SeqStmt: (_seq_stmt, ()),
     IterVar: (_iter_var, ("iter_type",)),
     BufferRegion: (_buffer_region, ()),

@@ -268,7 +268,12 @@ class Cast(PrimExpr):
         dtype = as_dtype(dtype, "Cast")
         value = _coerce_operand("Cast", value, None)
         for role, checked in (("target", dtype), ("source", value.dtype)):
-            if not (is_int_dtype(checked) or is_float_dtype(checked) or is_bool_dtype(checked)):
+            if not (
+                is_int_dtype(checked)
+                or is_float_dtype(checked)
+                or is_bool_dtype(checked)
+                or (checked.is_float8 and checked.lanes == 1)  # casts are all float8 allows
+            ):
                 raise VMTypeError(f"Cast: {role} type must be a scalar number type, got {checked}")
         object.__setattr__(self, "value", value)
         self._finish(dtype)

@@ -58,6 +58,8 @@ __all__ = ["INDENT", "Namer", "expr_to_str", "literal", "quote"]
 INDENT = "    "
 # Names the printed text itself needs: a variable must not hide them.
 _RESERVED = frozenset({"I", "R", "T", "cls", "range", "print", "metadata"})
+_PREFIXES = frozenset({"I", "R", "T"})  # the script namespaces
+_RESERVED_WORDS = _RESERVED - _PREFIXES
 
 # Python's precedence levels, loosest first.
 _OR, _AND, _NOT, _CMP, _SUM, _PRODUCT, _UNARY, _ATOM = range(8)
@@ -250,10 +252,11 @@ class Namer:
         base = re.sub(r"\W", "_", hint) or "v"
         if base[0].isdigit():
             base = "v_" + base
-        if keyword.iskeyword(base) or keyword.issoftkeyword(base) or base in _RESERVED:
+        if keyword.iskeyword(base) or keyword.issoftkeyword(base) or base in _RESERVED_WORDS:
             base += "_"
         name, suffix = base, 1
-        while self.unique and name in self._used:
+        # The namespace prefixes count as names already taken, as in TVM (R -> R_1).
+        while (self.unique and name in self._used) or name in _PREFIXES:
             name, suffix = f"{base}_{suffix}", suffix + 1
         self._used.add(name)
         self._names[id(obj)] = name

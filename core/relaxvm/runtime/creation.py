@@ -46,13 +46,29 @@ def tensor(data: Any, device: Device | None = None, dtype: DataType | str | None
     VMTypeError
         ``data`` has an element type relaxvm cannot hold (object, strings, ...).
     """
+    target = None if dtype is None else DataType(dtype)
+    if isinstance(data, Tensor) and data.dtype.is_float8:
+        if target in (None, data.dtype):
+            return _from_host(data.numpy_storage(), data.dtype, device)
+        from .float8 import float8_bits_to_float
+
+        data = float8_bits_to_float(data.numpy_storage(), data.dtype)  # exact in float32
     if isinstance(data, Tensor):
         data = data.numpy()
-    array = np.asarray(data) if dtype is None else np.asarray(data, DataType(dtype).numpy_dtype())
+    if target is not None and target.is_float8:
+        # numpy has no float8: convert values to codes (round half to even), keep the type.
+        from .float8 import host_float8_bits
+
+        return _from_host(host_float8_bits(data, target), target, device)
+    array = np.asarray(data) if target is None else np.asarray(data, target.numpy_dtype())
     try:
         element_type = DataType(array.dtype)
     except VMTypeError:
         raise VMTypeError(f"tensor: cannot hold numpy dtype {array.dtype}") from None
+    return _from_host(array, element_type, device)
+
+
+def _from_host(array: np.ndarray, element_type: DataType, device: Device | None) -> Tensor:
     result = empty(array.shape, element_type, device)
     # Native byte order and C layout: the bytes are copied as they are.
     native = np.asarray(array, dtype=array.dtype.newbyteorder("="), order="C")

@@ -2,6 +2,11 @@
 
 A :class:`DataType` is the triple DLPack uses, ``(code, bits, lanes)``, with the string form TVM
 prints. It compares equal to its string spelling so ``t.dtype == "float32"`` reads naturally.
+
+The 8-bit floats ``float8_e4m3fn`` and ``float8_e5m2`` carry DLPack 1.1's own type codes
+(``kDLFloat8_e4m3fn = 10``, ``kDLFloat8_e5m2 = 12``), as in TVM; numpy has no such types, so
+their :meth:`DataType.numpy_dtype` is the storage type ``uint8`` (the bit patterns) and
+:mod:`relaxvm.runtime.float8` converts values.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import numpy as np
 
 from ..errors import VMTypeError, VMValueError
 
-__all__ = ["DataType", "DataTypeCode"]
+__all__ = ["FLOAT8_CODES", "DataType", "DataTypeCode"]
 
 
 class DataTypeCode:
@@ -27,6 +32,8 @@ class DataTypeCode:
     BFLOAT = 4
     COMPLEX = 5
     BOOL = 6
+    FLOAT8_E4M3FN = 10
+    FLOAT8_E5M2 = 12
 
 
 _CODE_NAMES = {
@@ -37,9 +44,17 @@ _CODE_NAMES = {
     DataTypeCode.BFLOAT: "bfloat",
     DataTypeCode.COMPLEX: "complex",
     DataTypeCode.BOOL: "bool",
+    DataTypeCode.FLOAT8_E4M3FN: "float8_e4m3fn",
+    DataTypeCode.FLOAT8_E5M2: "float8_e5m2",
 }
 _NAME_CODES = {name: code for code, name in _CODE_NAMES.items()}
-_SPELLING = re.compile(r"^(int|uint|float|bfloat|complex|handle|bool)(\d+)?(?:x(\d+))?$")
+#: Type codes whose name is the whole spelling (no bit width follows it).
+_NAMED_CODES = (DataTypeCode.FLOAT8_E4M3FN, DataTypeCode.FLOAT8_E5M2)
+#: The 8-bit float type codes (stored as one byte per element, numpy ``uint8``).
+FLOAT8_CODES = frozenset(_NAMED_CODES)
+_SPELLING = re.compile(
+    r"^(float8_e4m3fn|float8_e5m2|int|uint|float|bfloat|complex|handle|bool)(\d+)?(?:x(\d+))?$"
+)
 _VALID_BITS = {
     DataTypeCode.INT: (8, 16, 32, 64),
     DataTypeCode.UINT: (1, 8, 16, 32, 64),
@@ -48,6 +63,8 @@ _VALID_BITS = {
     DataTypeCode.COMPLEX: (64, 128),
     DataTypeCode.HANDLE: (64,),
     DataTypeCode.BOOL: (8,),
+    DataTypeCode.FLOAT8_E4M3FN: (8,),
+    DataTypeCode.FLOAT8_E5M2: (8,),
 }
 
 
@@ -57,8 +74,9 @@ class DataType:
     Parameters
     ----------
     spec : str, DataType, numpy dtype or numpy scalar type
-        ``"float32"``, ``"int8"``, ``"bool"``, ``"handle"``, ``"float16x8"`` (8 lanes), or
-        anything :func:`numpy.dtype` accepts.
+        ``"float32"``, ``"int8"``, ``"bool"``, ``"handle"``, ``"float16x8"`` (8 lanes),
+        ``"float8_e4m3fn"``, ``"float8_e5m2"``, or anything :func:`numpy.dtype` accepts
+        (including ml_dtypes' ``float8_e4m3fn`` / ``float8_e5m2`` when it is installed).
 
     Examples
     --------
@@ -106,8 +124,16 @@ class DataType:
         """Bytes taken by one element, all lanes counted."""
         return (self.bits * self.lanes + 7) // 8
 
+    @property
+    def is_float8(self) -> bool:
+        """Whether this is ``float8_e4m3fn`` or ``float8_e5m2`` (any lane count)."""
+        return self.code in FLOAT8_CODES
+
     def numpy_dtype(self) -> np.dtype:
         """The numpy dtype holding one lane of this type.
+
+        For the float8 types this is the *storage* type ``uint8``: an array of it holds bit
+        patterns, not values (see :mod:`relaxvm.runtime.float8`).
 
         Raises
         ------
@@ -163,6 +189,8 @@ def _interned(code: int, bits: int, lanes: int) -> DataType:
         text = "bool"
     elif code == DataTypeCode.HANDLE:
         text = "handle"
+    elif code in _NAMED_CODES:
+        text = _CODE_NAMES[code]
     else:
         text = f"{_CODE_NAMES[code]}{bits}"
     if lanes != 1:
@@ -183,6 +211,10 @@ def _parse(text: str) -> DataType:
         bits = 8
     elif name == "handle":
         bits = 64
+    elif code in _NAMED_CODES:
+        if bits_text is not None:
+            raise VMTypeError(f"DataType: cannot parse data type {text!r}")
+        bits = 8
     elif bits_text is None:
         raise VMTypeError(f"DataType: {text!r} needs a bit width, such as {name}32")
     else:
@@ -201,6 +233,10 @@ def _numpy_name(spec: Any) -> str:
         raise VMTypeError(f"DataType: cannot interpret {spec!r} as a data type") from None
     if np_type == np.bool_:
         return "bool"
+    if np_type.itemsize == 1 and np_type.name in ("float8_e4m3fn", "float8_e5m2"):
+        # ml_dtypes' float8 types: numpy extension types of the same names (their ``kind``
+        # differs between the two, so the name decides).
+        return np_type.name
     if np_type.kind not in "iufc":
         raise VMTypeError(f"DataType: numpy dtype {np_type} has no relaxvm equivalent")
     prefix = {"i": "int", "u": "uint", "f": "float", "c": "complex"}[np_type.kind]
@@ -215,4 +251,6 @@ _NUMPY_OF: dict[tuple[int, int], np.dtype] = {
     **{(DataTypeCode.FLOAT, b): np.dtype(f"float{b}") for b in (16, 32, 64)},
     (DataTypeCode.COMPLEX, 64): np.dtype(np.complex64),
     (DataTypeCode.COMPLEX, 128): np.dtype(np.complex128),
+    (DataTypeCode.FLOAT8_E4M3FN, 8): np.dtype(np.uint8),
+    (DataTypeCode.FLOAT8_E5M2, 8): np.dtype(np.uint8),
 }

@@ -89,7 +89,33 @@ class Tensor:
         return array
 
     def numpy(self) -> np.ndarray:
-        """Copy the elements into a new numpy array."""
+        """Copy the elements into a new numpy array.
+
+        A float8 tensor (``float8_e4m3fn``, ``float8_e5m2``) gives an array of ml_dtypes' type
+        of the same name, as TVM does.
+
+        Raises
+        ------
+        VMTypeError
+            A float8 tensor while the optional package ml_dtypes is not installed (the message
+            says how to get the values without it).
+        """
+        if self.dtype.is_float8:
+            from .float8 import to_ml_dtypes
+
+            return to_ml_dtypes(self._copy_out(), self.dtype)
+        return self._copy_out()
+
+    def numpy_storage(self) -> np.ndarray:
+        """Copy the elements into a numpy array of the storage type.
+
+        The same as :meth:`numpy` except for float8 tensors, whose ``uint8`` codes it returns
+        (bit for bit, without ml_dtypes): what a serializer or a byte-level copy wants.
+        """
+        return self._copy_out()
+
+    def _copy_out(self) -> np.ndarray:
+        """The elements copied into a numpy array of the storage type (float8: uint8 codes)."""
         if self.storage.api.host_accessible:
             return self.host_array().copy()
         out = np.empty(self.shape, self.dtype.numpy_dtype())
@@ -110,8 +136,20 @@ class Tensor:
                 "Tensor.copyfrom: the tensor is read-only (its memory came from a read-only "
                 "DLPack producer)"
             )
-        if isinstance(source, Tensor):
-            source = source.numpy()
+        if isinstance(source, Tensor) and source.dtype == self.dtype and self.dtype.is_float8:
+            source = source.numpy_storage()  # the codes, bit for bit (no ml_dtypes needed)
+        else:
+            if isinstance(source, Tensor) and source.dtype.is_float8:
+                from .float8 import float8_bits_to_float
+
+                # Another type: the exact float32 values, converted below like any array.
+                source = float8_bits_to_float(source.numpy_storage(), source.dtype)
+            elif isinstance(source, Tensor):
+                source = source.numpy()
+            if self.dtype.is_float8:
+                from .float8 import host_float8_bits
+
+                source = host_float8_bits(source, self.dtype)
         # np.asarray(order="C"), not ascontiguousarray, which turns 0-d arrays into 1-d.
         array = np.asarray(source, dtype=self.dtype.numpy_dtype(), order="C")
         if array.shape != tuple(self.shape):
@@ -173,7 +211,7 @@ class Tensor:
         # creation.py imports this module: the call-time import keeps the graph acyclic.
         from .creation import tensor
 
-        return tensor(self.numpy(), target)
+        return tensor(self if self.dtype.is_float8 else self.numpy(), target)
 
     def view(
         self,
@@ -280,7 +318,12 @@ class Tensor:
             bits = np.ndarray(shape, np.uint16, buffer=raw, offset=self.byte_offset)
             return (bits.astype(np.uint32) << 16).view(np.float32)
         lane = dtype.with_lanes(1).numpy_dtype()
-        return np.ndarray(shape, lane, buffer=raw, offset=self.byte_offset)
+        array = np.ndarray(shape, lane, buffer=raw, offset=self.byte_offset)
+        if dtype.is_float8:
+            from .float8 import float8_bits_to_float
+
+            return float8_bits_to_float(array, dtype.with_lanes(1))
+        return array
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()

@@ -78,7 +78,6 @@ CONSTRUCT_NAMES: dict[type, str] = {
     ast.YieldFrom: "`yield from`",
     ast.Await: "`await`",
     ast.NamedExpr: "`:=` assignment expression",
-    ast.JoinedStr: "f-string",
     ast.Global: "`global` statement",
     ast.Nonlocal: "`nonlocal` statement",
     ast.Delete: "`del` statement",
@@ -218,6 +217,17 @@ class Evaluator:
             f"{self.language}, a parameter, or a name from the enclosing Python module)",
         )
 
+    def nonlocal_stmt(self, stmt: ast.Nonlocal) -> None:
+        """``nonlocal x`` in a script function, as TVM's tests write it to capture a Python value
+        of the enclosing function: a declaration with no effect (a plain read of ``x`` already
+        finds that value), checked so that a misspelt name is an error here."""
+        for name in stmt.names:
+            if name not in self.env:
+                raise self.error(
+                    stmt,
+                    f"nonlocal name '{name}' is not a variable of the enclosing Python scope",
+                )
+
     def symbolic_var(self, name: str, dtype: str = "int64", size_var: bool = False) -> SymVar:
         """The symbolic variable called ``name``, made on first use (a ``SizeVar``, known to
         be non-negative, for ``n = T.int64(is_size_var=True)``)."""
@@ -297,7 +307,28 @@ class Evaluator:
             return slice(
                 *(None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step))
             )
+        if isinstance(node, ast.JoinedStr):
+            return self.fstring(node)
         raise self.unsupported(node, f"{self.language} expressions")
+
+    def fstring(self, node: ast.JoinedStr) -> str:
+        """An f-string (``primfunc_name_hint=f"tir_{name}"``), formatted from the values its
+        fields evaluate to, as Python would."""
+        parts: list[str] = []
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                value = self.eval(part.value)
+                if part.conversion == ord("r"):
+                    value = repr(value)
+                elif part.conversion == ord("s"):
+                    value = str(value)
+                elif part.conversion == ord("a"):
+                    value = ascii(value)
+                spec = "" if part.format_spec is None else self.eval(part.format_spec)
+                parts.append(format(value, spec))
+            else:
+                parts.append(str(self.eval(part)))
+        return "".join(parts)
 
     def eval_lambda(self, node: ast.Lambda) -> Callable[..., Any]:
         """A ``lambda`` (``T.index_map(lambda i, j: (j, i))``): a function that evaluates the

@@ -235,6 +235,8 @@ class RelaxParser(Evaluator):
             raise self.error(stmt, "return may only be the last statement of a function body")
         elif isinstance(stmt, ast.Pass):
             return
+        elif isinstance(stmt, ast.Nonlocal):
+            self.nonlocal_stmt(stmt)
         elif isinstance(stmt, (ast.For, ast.While)):
             raise self.error(
                 stmt,

@@ -4,7 +4,9 @@ Statements map to TIR nodes: ``for`` loops over ``range``/``T.grid``/``T.serial`
 ``For``, ``A[i, j] = v`` to ``BufferStore``, ``x = v`` to a ``LetStmt`` over the statements that
 follow, ``B = T.alloc_buffer(...)`` to an ``Allocate`` over the statements that follow, ``if`` to
 ``IfThenElse``, ``T.evaluate(v)`` to ``Evaluate`` and ``with T.block(...):`` to a
-``BlockRealize`` (:mod:`relaxvm.script.tir_block_parser`).
+``BlockRealize`` (:mod:`relaxvm.script.tir_block_parser`). ``T.decl_buffer`` and
+``T.launch_thread`` are in :mod:`relaxvm.script.tir_scoped_forms`. A ``T.handle`` parameter
+that nothing binds stays an opaque handle, as in TVM.
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ from ..ir.tir import (
     LetStmt,
     PrimFunc,
     Stmt,
-    lower_blocks,
     seq,
     undefined_vars,
 )
+from ..ir.tir.lower_blocks import lower_for_analysis
 from . import tir as T
 from ._eval import _BINOPS, Evaluator, _cause
 from ._source import ScriptError, Source
 from .tir_block_parser import BLOCK_ONLY, BlockParserMixin
 from .tir_blocks import BlockSpec, InitSpec
+from .tir_scoped_forms import ScopedFormsMixin
 
 __all__ = ["TIRParser", "declared_sym_vars"]
 
@@ -95,7 +98,7 @@ def is_call_of(evaluator: Evaluator, stmt: ast.stmt, target: Any) -> bool:
         return False
 
 
-class TIRParser(BlockParserMixin, Evaluator):
+class TIRParser(BlockParserMixin, ScopedFormsMixin, Evaluator):
     """Parses one ``@T.prim_func`` definition."""
 
     language = "prim_func"
@@ -104,6 +107,8 @@ class TIRParser(BlockParserMixin, Evaluator):
         super().__init__(source, env)
         self.buffer_map: dict[SymVar, Buffer] = {}
         self.handles: set[SymVar] = set()
+        #: T.env_thread variables and their threads.
+        self.env_threads: dict[SymVar, str] = {}
         #: Each enclosing loop variable's (start, extent), for T.axis.remap.
         self.loop_doms: dict[SymVar, tuple[Any, Any]] = {}
         self._analyzer = Analyzer()
@@ -134,24 +139,16 @@ class TIRParser(BlockParserMixin, Evaluator):
                 attrs.update(value)
             elif not is_declaration(self, stmt) and not _is_docstring(stmt):
                 statements.append(stmt)
+        # A T.handle parameter never matched stays an opaque handle (TVM allows it); a kernel
+        # run needs it bound to a buffer (a T.decl_buffer(..., data=handle) does that).
         body = self.parse_body(statements)
-        for param in params:
-            if param in self.handles and param not in self.buffer_map:
-                # An opaque pointer parameter has no meaning to the interpreter or codegen.
-                raise self.error(
-                    node,
-                    f"prim_func '{node.name}': T.handle parameter '{param.name}' is never "
-                    f"matched; bind it with `X = T.match_buffer({param.name}, shape, dtype)` "
-                    f"in the function body, or annotate it `{param.name}: T.Buffer(shape, "
-                    "dtype)`",
-                )
         try:
             func = PrimFunc(params, body, self.buffer_map, attrs)
         except Exception as err:
             raise self.error(node, f"invalid prim_func '{node.name}': {err}") from None
         if check_well_formed:
             # Lowered first: block iteration variables and scratch buffers are definitions.
-            missing = undefined_vars(lower_blocks(func))
+            missing = undefined_vars(lower_for_analysis(func))
             if missing:
                 names = ", ".join(sorted(str(var.name) for var in missing))
                 raise self.error(
@@ -210,7 +207,8 @@ class TIRParser(BlockParserMixin, Evaluator):
                     # A let or an allocation covers the rest of the block.
                     make, name, value = scoped
                     with self.scope():
-                        self.define(name, value)
+                        if name is not None:
+                            self.define(name, value)
                         rest = seq(self._stmts(stmts, index + 1))
                     out.append(make(rest))
                     return out
@@ -233,6 +231,10 @@ class TIRParser(BlockParserMixin, Evaluator):
             target, value_node, ann = stmt.target, stmt.value, stmt.annotation
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target, value_node, ann = stmt.targets[0], stmt.value, None
+        elif is_call_of(self, stmt, T.launch_thread):
+            # `T.launch_thread(tx, n)`: the env_thread variable's loop over the rest.
+            spec = self.eval(stmt.value)  # type: ignore[attr-defined]
+            return self.launch_statement(spec, stmt), None, None
         else:
             return None
         if not isinstance(target, ast.Name) or value_node is None:
@@ -240,7 +242,19 @@ class TIRParser(BlockParserMixin, Evaluator):
         if is_declaration(self, stmt):
             return None
         value = self.eval(value_node)
+        if isinstance(value, T.EnvThread):
+            self.define(target.id, self.env_thread(target.id, value))
+            return _HANDLED
+        form = self.scoped_form(target.id, value, value_node)
+        if form is not None:
+            return form[0], target.id, form[1]
         if isinstance(value, T.BufferSpec):
+            if value.region is not None:
+                raise self.error(
+                    stmt,
+                    f"T.match_buffer of a buffer region ('{target.id}') must be a statement "
+                    "directly inside a T.block",
+                )
             if value.handle is not None:
                 self._match_buffer(target.id, value, stmt)
                 return _HANDLED
@@ -324,24 +338,33 @@ class TIRParser(BlockParserMixin, Evaluator):
             return self.parse_block(stmt, value)
         if isinstance(value, InitSpec):
             raise self.error(stmt, "`with T.init():` may only appear directly inside a T.block")
-        if not isinstance(target, ast.Name) or not isinstance(value, (T.LetSpec, T.BufferSpec)):
+        if not isinstance(target, ast.Name) or not isinstance(
+            value, (T.LetSpec, T.BufferSpec, T.LaunchSpec)
+        ):
             raise self.error(
                 stmt,
-                "expected `with T.LetStmt(value) as x:` or `with T.alloc_buffer(...) as B:`",
+                "expected `with T.LetStmt(value) as x:`, `with T.alloc_buffer(...) as B:`, "
+                "`with T.decl_buffer(...) as B:` or `with T.launch_thread(thread, n) as tx:`",
             )
+        form = self.scoped_form(target.id, value, item.context_expr)  # type: ignore[union-attr]
+        if form is not None:
+            make, bound_value = form
+            with self.scope():
+                self.define(target.id, bound_value)
+                body = seq(self._stmts(stmt.body, 0))
+            return make(body)  # type: ignore[no-any-return]
         if isinstance(value, T.BufferSpec):
-            if value.handle is not None:
+            if value.region is not None or value.handle is not None:
                 raise self.error(stmt, "T.match_buffer is a statement, not a `with` block")
-            bound: Any = self.make_buffer(target.id, value, item.context_expr)  # type: ignore[union-attr]
-        else:
-            dtype = value.dtype or str(convert(value.value).dtype)
-            bound = SymVar(target.id, dtype)
+            buffer = self.make_buffer(target.id, value, item.context_expr)  # type: ignore[union-attr]
+            with self.scope():
+                self.define(target.id, buffer)
+                return Allocate(buffer, seq(self._stmts(stmt.body, 0)))
+        let_spec: T.LetSpec = value  # type: ignore[assignment]  # the launch is a scoped form
+        var = SymVar(target.id, let_spec.dtype or str(convert(let_spec.value).dtype))
         with self.scope():
-            self.define(target.id, bound)
-            body = seq(self._stmts(stmt.body, 0))
-        if isinstance(bound, Buffer):
-            return Allocate(bound, body)
-        return LetStmt(bound, value.value, body)  # type: ignore[union-attr]
+            self.define(target.id, var)
+            return LetStmt(var, let_spec.value, seq(self._stmts(stmt.body, 0)))
 
     def _assign(self, stmt: ast.Assign) -> Stmt | None:
         if is_declaration(self, stmt):
@@ -410,6 +433,13 @@ class TIRParser(BlockParserMixin, Evaluator):
         if isinstance(start, int) and isinstance(stop, int):
             return stop - start
         return self._analyzer.simplify(convert(stop) - convert(start))
+
+    def subscript(self, node: ast.Subscript, value: Any) -> Any:
+        if isinstance(value, Buffer):
+            region = self.region_subscript(node, value)
+            if region is not None:
+                return region
+        return super().subscript(node, value)
 
     def apply(self, node: ast.Call, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if func is builtins.range:

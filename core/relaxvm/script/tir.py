@@ -1,8 +1,9 @@
 """The ``T`` namespace of the script format: ``from relaxvm.script import tir as T``.
 
 Types and casts (``T.int64``, ``T.float32(x)``), buffers (``T.Buffer``, ``T.match_buffer``,
-``T.alloc_buffer``), loops (``T.grid``, ``T.serial``, ``T.parallel``, ``T.vectorized``,
-``T.unroll``, ``T.thread_binding``), expressions (``T.Cast``, ``T.Select``,
+``T.alloc_buffer``, ``T.decl_buffer``), loops (``T.grid``, ``T.serial``, ``T.parallel``,
+``T.vectorized``, ``T.unroll``, ``T.thread_binding``), threads (``T.env_thread``,
+``T.launch_thread``), expressions (``T.Cast``, ``T.Select``, ``T.Let``,
 ``T.if_then_else``, ``T.max``/``T.min``, every math intrinsic of
 :mod:`relaxvm.ir.tir.intrin`), ``T.evaluate``, ``T.func_attr``, ``@T.prim_func`` and the
 block constructs of :mod:`relaxvm.script.tir_blocks` (``T.block``, ``T.axis``, ``T.reads``,
@@ -20,10 +21,14 @@ from ..ir import op as _op
 from ..ir._scalar import is_float_dtype
 from ..ir.dtype import COMMON_DTYPES
 from ..ir.expr import PrimExpr
+from ..ir.expr import Range as _Range
 from ..ir.expr import SizeVar as _SizeVar
 from ..ir.expr import Var as _Var
 from ..ir.tir import intrin as _intrin
+from ..ir.tir.buffer import Buffer as _BufferNode
 from ..ir.tir.index_map import IndexMap
+from ..ir.tir.let_expr import Let as _LetExpr
+from ..ir.tir.stmt import THREAD_TAGS as _THREAD_TAGS
 from ..ir.tir.stmt import ForKind
 from ..runtime.dtype import DataType
 from ._eval import symbolic_dim
@@ -68,15 +73,21 @@ handle = DType("handle")
 
 # ---- buffers ------------------------------------------------------------------------------
 class BufferSpec(NamedTuple):
-    """The arguments of ``T.Buffer``/``T.match_buffer``/``T.alloc_buffer``; the parser makes
-    the Buffer once it knows the name."""
+    """The arguments of ``T.Buffer``/``T.match_buffer``/``T.alloc_buffer``/``T.decl_buffer``;
+    the parser makes the Buffer once it knows the name."""
 
     shape: tuple[Any, ...]
     dtype: str
     strides: tuple[Any, ...] | None
     elem_offset: Any
     scope: str
+    #: The T.handle parameter a function-level T.match_buffer binds.
     handle: Any = None
+    #: The buffer region a block-level T.match_buffer binds.
+    region: Any = None
+    #: T.decl_buffer: True; ``data`` is the memory it declares (None: it allocates).
+    decl: builtins.bool = False
+    data: Any = None
 
 
 def _shape(shape: Any, context: str) -> tuple[Any, ...]:
@@ -98,18 +109,93 @@ def Buffer(
     return BufferSpec(_shape(shape, "T.Buffer shape"), dtype_name, strides_t, elem_offset, scope)
 
 
+def _dtype_name(dtype: Any) -> builtins.str:
+    return dtype.dtype if isinstance(dtype, DType) else builtins.str(DataType(dtype))
+
+
 def match_buffer(
     param: Any,
+    shape: Any = None,
+    dtype: Any = None,
+    data: Any = None,
+    strides: Sequence[Any] | None = None,
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: builtins.int = -1,
+    offset_factor: builtins.int = 0,
+    buffer_type: builtins.str = "default",
+    axis_separators: Any = None,
+) -> BufferSpec:
+    """``A = T.match_buffer(a, (n, 4), "float32")``: the buffer behind handle parameter ``a``;
+    in a block, ``A_sub = T.match_buffer(A[vi, 0:4], (4,))``: a view of a region of ``A``
+    (``shape`` and ``dtype`` default to the region's). ``align``, ``offset_factor`` and
+    ``buffer_type`` are accepted for TVM compatibility and change nothing."""
+    if data is not None or axis_separators:
+        raise TypeError("T.match_buffer: data= and axis_separators= are not supported")
+    if isinstance(param, _Var) and builtins.str(param.dtype) == "handle":
+        if shape is None:
+            raise TypeError(f"T.match_buffer({param.name}): shape is required for a T.handle")
+        offset = 0 if elem_offset is None else elem_offset
+        return Buffer(shape, dtype or "float32", strides, offset, scope)._replace(handle=param)
+    region = _as_region(param)
+    if region is None:
+        raise TypeError(
+            "T.match_buffer: expected a T.handle parameter or a buffer region such as "
+            f"A[i, 0:4], got {param!r}"
+        )
+    if strides is not None or elem_offset is not None:
+        raise TypeError(
+            f"T.match_buffer({region.buffer.name}[...]): strides= and elem_offset= of a "
+            "region view are not supported (the view takes the layout of its source)"
+        )
+    if shape is None:
+        shape = tuple(rng.extent for rng in region.region)
+    dtype_name = _dtype_name(dtype) if dtype is not None else builtins.str(region.buffer.dtype)
+    spec = BufferSpec(_shape(shape, "T.match_buffer shape"), dtype_name, None, 0, scope)
+    return spec._replace(region=region)
+
+
+def _as_region(value: Any) -> Any:
+    from ..ir.tir import Buffer as _Buffer
+    from ..ir.tir import BufferLoad as _BufferLoad
+    from ..ir.tir.block import BufferRegion
+
+    if isinstance(value, BufferRegion):
+        return value
+    if isinstance(value, _Buffer):
+        return BufferRegion.full(value)
+    if isinstance(value, _BufferLoad):
+        return BufferRegion(
+            value.buffer, [_Range.from_min_extent(i, _op.const(1, i.dtype)) for i in value.indices]
+        )
+    return None
+
+
+def decl_buffer(
     shape: Any,
     dtype: Any = "float32",
+    data: Any = None,
     strides: Sequence[Any] | None = None,
-    elem_offset: Any = 0,
+    elem_offset: Any = None,
     scope: str = "global",
+    align: builtins.int = 0,
+    offset_factor: builtins.int = 0,
+    buffer_type: builtins.str = "",
+    axis_separators: Any = None,
 ) -> BufferSpec:
-    """``A = T.match_buffer(a, (n, 4), "float32")``: the buffer behind handle parameter ``a``."""
-    if not isinstance(param, _Var) or builtins.str(param.dtype) != "handle":
-        raise TypeError(f"T.match_buffer: expected a T.handle parameter, got {param!r}")
-    return Buffer(shape, dtype, strides, elem_offset, scope)._replace(handle=param)
+    """``B = T.decl_buffer((4, 4), "float32", data=A.data)``: a buffer over existing memory
+    (another buffer's ``.data`` or a ``T.handle`` parameter); without ``data`` it allocates
+    (like ``T.alloc_buffer`` outside a block). Also ``with T.decl_buffer(...) as B:``."""
+    if axis_separators:
+        raise TypeError("T.decl_buffer: axis_separators= is not supported")
+    if data is not None and not (isinstance(data, _Var) and builtins.str(data.dtype) == "handle"):
+        hint = f" (did you mean {data.name}.data?)" if isinstance(data, _BufferNode) else ""
+        raise TypeError(
+            f"T.decl_buffer: data= must be a buffer's .data or a T.handle, got {data!r}{hint}"
+        )
+    offset = 0 if elem_offset is None else elem_offset
+    spec = Buffer(shape, dtype, strides, offset, scope)
+    return spec._replace(decl=True, data=data)
 
 
 def alloc_buffer(
@@ -132,6 +218,43 @@ def LetStmt(value: Any, type_annotation: Any = None) -> LetSpec:
     if isinstance(type_annotation, DType):
         type_annotation = type_annotation.dtype
     return LetSpec(value, type_annotation)
+
+
+# ---- threads ------------------------------------------------------------------------------
+class EnvThread(NamedTuple):
+    """``tx = T.env_thread("threadIdx.x")``: a thread variable that ``T.launch_thread(tx, n)``
+    launches."""
+
+    thread: builtins.str
+
+
+class LaunchSpec(NamedTuple):
+    """``T.launch_thread(thread, extent)``; the parser makes the thread-bound loop."""
+
+    thread: builtins.str  # empty when launched through a T.env_thread variable
+    extent: Any
+    var: Any = None
+
+
+def env_thread(thread: builtins.str) -> EnvThread:
+    """``tx = T.env_thread("threadIdx.x")``: declare a thread variable."""
+    if thread not in _THREAD_TAGS:
+        raise ValueError(f"T.env_thread: unknown thread {thread!r}; expected one of {_THREAD_TAGS}")
+    return EnvThread(thread)
+
+
+def launch_thread(thread: Any, extent: Any) -> LaunchSpec:
+    """``tx = T.launch_thread("threadIdx.x", 32)`` (the rest of the block runs on 32 threads),
+    ``with T.launch_thread("threadIdx.x", 32) as tx:`` or ``T.launch_thread(tx, 32)`` for
+    ``tx = T.env_thread(...)``. It is a loop bound to the thread
+    (``T.thread_binding(extent, thread=...)``), as TVM lowers one to the other."""
+    if isinstance(thread, _Var):
+        return LaunchSpec("", extent, thread)  # the parser knows the variable's thread
+    if thread not in _THREAD_TAGS:
+        raise ValueError(
+            f"T.launch_thread: unknown thread {thread!r}; expected one of {_THREAD_TAGS}"
+        )
+    return LaunchSpec(thread, extent)
 
 
 # ---- loops --------------------------------------------------------------------------------
@@ -211,6 +334,19 @@ def abs(x: Any) -> PrimExpr:
     if is_float_dtype(expr.dtype):
         return _intrin.fabs(expr)
     return _op.select(expr < 0, -expr, expr)
+
+
+def Let(expr: Any, where: dict[Any, Any]) -> PrimExpr:  # noqa: F811 - TVM's keyword
+    """``T.Let(body, where={x: value})``: ``body`` with ``x`` (declared ``x = T.int32()``)
+    bound to ``value``."""
+    if not isinstance(where, dict) or builtins.len(where) != 1:
+        raise TypeError("T.Let: where= must be a dict with exactly one {var: value} entry")
+    ((var, value),) = where.items()
+    if not isinstance(var, _Var):
+        raise TypeError(f"T.Let: the key of where= must be a variable, got {var!r}")
+    if not isinstance(value, PrimExpr):
+        value = _op.const(value, var.dtype)
+    return _LetExpr(var, value, _op.convert(expr))
 
 
 floordiv = _op.floordiv

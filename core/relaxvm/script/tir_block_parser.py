@@ -3,7 +3,8 @@
 A block body holds, in any order before or among its code: axis declarations
 (``vi, vj = T.axis.remap("SS", [i, j])``, ``vk = T.axis.reduce(128, k)``), ``T.where(c)``,
 ``T.reads(...)``, ``T.writes(...)``, ``T.block_attr({...})``, scratch buffers
-(``B = T.alloc_buffer(...)``, which become the block's ``alloc_buffers``) and one
+(``B = T.alloc_buffer(...)``, which become the block's ``alloc_buffers``), views of buffer
+regions (``A_sub = T.match_buffer(A[vi, 0:4], (4,))``, the block's ``match_buffers``) and one
 ``with T.init():``. Everything else is the block's code.
 """
 
@@ -16,10 +17,11 @@ from ..ir.expr import IntImm, PrimExpr, Range
 from ..ir.expr import Var as SymVar
 from ..ir.op import cast, const, convert
 from ..ir.tir import Buffer, BufferLoad, seq
-from ..ir.tir.block import Block, BlockRealize, BufferRegion, IterVar
+from ..ir.tir.block import Block, BlockRealize, BufferRegion, IterVar, MatchBufferRegion
 from . import tir as T
 from . import tir_blocks as TB
 from ._source import ScriptError
+from .tir_scoped_forms import slice_range
 
 __all__ = ["BLOCK_ONLY", "BlockParserMixin"]
 
@@ -52,6 +54,7 @@ class BlockParserMixin:
         writes: list[BufferRegion] | None = None
         annotations: dict[str, Any] = {}
         allocs: list[Buffer] = []
+        matches: list[MatchBufferRegion] = []
         init: Any = None
         code: list[ast.stmt] = []
         with self.scope():
@@ -89,6 +92,12 @@ class BlockParserMixin:
                             values.append(value)
                         continue
                     target = item.targets[0]
+                    if isinstance(target, ast.Name) and self._match_call(item.value):
+                        match = self._match_region(target.id, item)
+                        if match is not None:
+                            self.define(target.id, match.buffer)
+                            matches.append(match)
+                            continue
                     if isinstance(target, ast.Name) and self._alloc_call(item.value):
                         spec_value = self.eval(item.value)
                         buffer = self.make_buffer(target.id, spec_value, item.value)
@@ -105,6 +114,7 @@ class BlockParserMixin:
             body,
             init,
             allocs,
+            matches,
             annotations,
         )
         if spec.no_realize:
@@ -134,6 +144,26 @@ class BlockParserMixin:
             return False
         func = self._callee(node)
         return getattr(func, "__self__", None) is TB.axis and func.__name__ in _AXIS_FUNCS
+
+    def _match_call(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Call) and self._callee(node) is T.match_buffer
+
+    def _match_region(self, name: str, stmt: ast.Assign) -> MatchBufferRegion | None:
+        """``A_sub = T.match_buffer(A[vi, 0:4], (4,))``: the view (None for a T.handle, which
+        the function body binds)."""
+        call = stmt.value
+        try:
+            spec = self.eval(call)
+        except ScriptError as err:
+            message = err.message.removeprefix("T.match_buffer: ")
+            raise self.error(call, f"T.match_buffer for '{name}': {message}") from None
+        if spec.region is None:
+            return None
+        buffer = self.make_buffer(name, spec, call)
+        try:
+            return MatchBufferRegion(buffer, spec.region)
+        except Exception as err:
+            raise self.error(call, str(err)) from None
 
     def _alloc_call(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Call) and self._callee(node) is T.alloc_buffer
@@ -208,7 +238,7 @@ class BlockParserMixin:
                     raise self.error(part, "a region slice takes no step")
                 low = convert(self.eval(part.lower)) if part.lower else const(0, "int64")
                 high = convert(self.eval(part.upper)) if part.upper else buffer.shape[dim]
-                ranges.append(Range(low, high))
+                ranges.append(slice_range(low, high))
             else:
                 ranges.append(_point(convert(self.eval(part))))
         return BufferRegion(buffer, ranges)

@@ -21,10 +21,17 @@ from ._util import as_index, cast_to, const_like, require_tensor
 
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
     "cast",
     "ceil",
     "clip",
     "cos",
+    "cosh",
     "erf",
     "exp",
     "floor",
@@ -44,6 +51,7 @@ __all__ = [
     "sigmoid",
     "sign",
     "sin",
+    "sinh",
     "sqrt",
     "tan",
     "tanh",
@@ -94,6 +102,14 @@ sin = _float_unary("sin", T.sin)
 cos = _float_unary("cos", T.cos)
 tan = _float_unary("tan", T.tan)
 log2 = _float_unary("log2", T.log2)
+asin = _float_unary("asin", T.asin)
+acos = _float_unary("acos", T.acos)
+atan = _float_unary("atan", T.atan)
+sinh = _float_unary("sinh", T.sinh)
+cosh = _float_unary("cosh", T.cosh)
+asinh = _float_unary("asinh", T.asinh)
+acosh = _float_unary("acosh", T.acosh)
+atanh = _float_unary("atanh", T.atanh)
 
 
 def _rounding(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable[[te.Tensor], Any]:

@@ -9,7 +9,8 @@ N = (n, oh, ow) and K = (ci, kh, kw), with the padding and strides inside ``b``'
 expressions (an implicit GEMM: the im2col matrix is never built). The side holding the
 output's last axis is N, so consecutive threads store consecutive elements.
 
-Each block computes a ``BM x BN`` tile (16 to 128 a side, by the sizes) of one batch element
+Each block computes a ``BM x BN`` tile (16 to 128 a side, by the sizes; a symbolic side
+facing a static one of at most 64 gets 64, for more blocks) of one batch element
 with 256 threads (16 x 16), each thread a ``BM/16 x BN/16`` micro-tile (up to 8 x 8) kept in
 registers (the unrolled loops index a local
 array with constants, which LLVM promotes to registers). For every ``BK = 16`` slice of K,
@@ -90,7 +91,8 @@ def _split_product(source: PrimExpr) -> tuple[PrimExpr, PrimExpr, PrimExpr, Var,
 def _tile(extent: PrimExpr) -> int:
     """The tile edge for a side of ``extent`` elements: the smallest of 16, 32, 64 that
     holds it, 64 up to 255, else 128 (also when symbolic: an 8-wide micro-tile per thread,
-    64 products per 16 shared-memory reads, where a large matrix needs them)."""
+    64 products per 16 shared-memory reads, where a large matrix needs them; 64 when the
+    other side is narrow, see :func:`plan_gemm`)."""
     if isinstance(extent, IntImm):
         for size in (16, 32, 64):
             if extent.value <= size:
@@ -128,8 +130,16 @@ def plan_gemm(stages: list[Stage], scratch: list[Buffer]) -> GemmPlan | None:
     last = spatial[-1]
     if last in m_side:  # the output's last axis on N: coalesced stores
         a, b, va, vb, m_side, n_side = b, a, vb, va, n_side, m_side
-    bm = _tile(product([lp.extent for lp in m_side]))
-    bn = _tile(product([lp.extent for lp in n_side]))
+    big_m = product([lp.extent for lp in m_side])
+    big_n = product([lp.extent for lp in n_side])
+    bm, bn = _tile(big_m), _tile(big_n)
+    # A symbolic side facing a narrow static one (one tile of at most 64): 64-wide tiles
+    # instead of 128, so a skinny product (many rows, few columns) launches twice the blocks
+    # to fill the multiprocessors, with a 4-wide micro-tile that still reuses each read.
+    if not isinstance(big_m, IntImm) and isinstance(big_n, IntImm) and bn <= 64:
+        bm = 64
+    if not isinstance(big_n, IntImm) and isinstance(big_m, IntImm) and bm <= 64:
+        bn = 64
     return GemmPlan(stage, epilogue, a, b, template, va, vb, batch, m_side, n_side, bm, bn)
 
 

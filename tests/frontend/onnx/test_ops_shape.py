@@ -201,6 +201,11 @@ def _cases() -> list[Any]:
         {"x": x234},
     )
     add(
+        "reshape_allowzero_to_empty",
+        one_node("Reshape", [0, 3, 4], None, {"s": i64(3, 4, 0)}, opset=14, allowzero=1),
+        {"x": x_of(0, 3, 4)},
+    )
+    add(
         "reshape_opset1_attr",
         one_node("Reshape", [2, 3, 4], None, opset=1, shape=[6, 4]),
         {"x": x234},
@@ -548,6 +553,15 @@ def test_runtime_shape_without_static_length_is_refused() -> None:
     with pytest.raises(
         OpNotImplemented, match="Reshape node 'n'.*shape input has no static length"
     ):
+        from_onnx(model)
+
+
+def test_allowzero_reshape_to_empty_needs_empty_data() -> None:
+    model = one_node("Reshape", [2, 3], None, {"s": i64(2, 0)}, opset=14, allowzero=1)
+    with pytest.raises(OpNotImplemented, match="Reshape node 'n'.*needs data with a static 0"):
+        from_onnx(model)
+    model = one_node("Reshape", [0, 3], None, {"s": i64(0, -1)}, opset=14, allowzero=1)
+    with pytest.raises(FrontendError, match="may not hold both 0 and -1"):
         from_onnx(model)
 
 

@@ -53,7 +53,7 @@ def test_vars_have_identity_semantics() -> None:
     assert a != b and a == a
     assert len({a, b}) == 2
     assert a.name_hint == "x" and a.struct_info is None
-    lv = DataflowVar("lv", TensorStructInfo(ndim=1))
+    lv = DataflowVar("lv", TensorStructInfo(dtype=None, ndim=1))
     assert isinstance(lv, Var) and str(lv) == "lv"
     with pytest.raises(VMTypeError, match=r"Var: name must be a non-empty str"):
         Var("")
@@ -135,7 +135,11 @@ def test_call_node() -> None:
         'R.call_packed("my.func", x, sinfo_args=(R.Tensor((4,), dtype="float32"),))'
     )
     assert str(Call(GlobalVar("helper"), [x])) == "cls.helper(x)"
-    two = Call(ExternFunc("f"), [], sinfo_args=[TensorStructInfo(ndim=1), TensorStructInfo()])
+    two = Call(
+        ExternFunc("f"),
+        [],
+        sinfo_args=[TensorStructInfo(dtype=None, ndim=1), TensorStructInfo(dtype=None)],
+    )
     assert str(two) == 'R.call_packed("f", sinfo_args=(R.Tensor(ndim=1), R.Tensor))'
     with pytest.raises(VMTypeError, match=r"Call: op must be an Op, GlobalVar, ExternFunc or Var"):
         Call(StringImm("add"), [x])
@@ -183,13 +187,13 @@ def test_bindings_blocks_seq_and_function_struct_info() -> None:
 
 def test_match_cast_and_if_printing() -> None:
     m = TirVar("m")
-    x = Var("x", TensorStructInfo(ndim=1))
+    x = Var("x", TensorStructInfo(dtype=None, ndim=1))
     y = Var("y", TensorStructInfo([m], "float32"))
     cast = MatchCast(y, x, TensorStructInfo([m], "float32"))
     assert str(cast) == 'y = R.match_cast(x, R.Tensor((m,), dtype="float32"))'
     cond = Var("c", TensorStructInfo([], "bool"))
     branch = If(cond, SeqExpr([], x), SeqExpr([BindingBlock([cast])], y))
-    out = Var("out", TensorStructInfo(ndim=1))
+    out = Var("out", TensorStructInfo(dtype=None, ndim=1))
     text = str(SeqExpr([BindingBlock([VarBinding(out, branch)])], out))
     assert text.splitlines() == [
         "if c:",
@@ -234,7 +238,7 @@ def test_nodes_are_immutable_and_struct_info_is_filled_once() -> None:
 
 def test_span_is_kept_and_printed() -> None:
     span = Span("model.py", 3, 9)
-    x = Var("x", TensorStructInfo(ndim=1), span=span)
+    x = Var("x", TensorStructInfo(dtype=None, ndim=1), span=span)
     assert x.span == Span("model.py", 3, 9) and str(x.span) == "model.py:3:9"
     assert ShapeExpr([1], span=span).span is span
     with pytest.raises(VMTypeError, match=r"span must be a Span"):

@@ -54,7 +54,7 @@ def test_visitor_walks_in_evaluation_order():
     visitor = _CallNames()
     visitor.visit_expr(_mlp_like()["main"])
     assert visitor.names == ["relax.matmul", "relax.nn.relu", "relax.add"]
-    assert visitor.defs == ["x", "w", "lv0", "lv1", "gv0"]
+    assert visitor.defs == ["x", "w", "lv", "lv1", "gv"]
 
 
 def test_identity_mutator_shares_everything():
@@ -78,10 +78,10 @@ def test_mutator_emits_extra_bindings_and_renormalizes():
     (block,) = func.body.blocks
     names = [(b.var.name_hint, b.value.op.name) for b in block.bindings]
     assert names == [
-        ("lv0", "relax.matmul"),
+        ("lv", "relax.matmul"),
         ("s", "relax.sigmoid"),
         ("lv1", "relax.add"),
-        ("gv0", "relax.add"),
+        ("gv", "relax.add"),
     ]
     assert isinstance(block.bindings[1].var, DataflowVar)
     assert all(b.value.struct_info is not None for b in block.bindings)

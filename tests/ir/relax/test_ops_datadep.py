@@ -141,8 +141,8 @@ def test_dequantize_keeps_shape_with_out_dtype() -> None:
     ("build", "message"),
     [
         (lambda: op.quantize(tvar([2], "int32"), _scale(), _zero()), "data must have a float dtype, got int32"),
-        (lambda: op.dequantize(tvar([2]), _scale(), _zero()), "data must have an integer dtype, got float32"),
-        (lambda: op.quantize(tvar([2]), _scale(), _zero(), out_dtype="float32"), "out_dtype must be one of int8, uint8, int16, uint16, int32, got 'float32'"),
+        (lambda: op.dequantize(tvar([2], "float64"), _scale(), _zero()), "data must have an integer, float8 \\(float8_e4m3fn, float8_e5m2\\), float16 or float32 dtype, got float64"),
+        (lambda: op.quantize(tvar([2]), _scale(), _zero(), out_dtype="float32"), "out_dtype must be one of int8, uint8, int16, uint16, int32, float8_e4m3fn, float8_e5m2, got 'float32'"),
         (lambda: op.dequantize(tvar([2], "int8"), _scale(), _zero(), out_dtype="int8"), "out_dtype must be one of float16, float32, got 'int8'"),
         (lambda: op.quantize(tvar([2]), _scale((), "int32"), _zero()), "scale must have a float dtype, got int32"),
         (lambda: op.quantize(tvar([2]), _scale(), _zero((), "float32")), "zero_point must have an integer dtype, got float32"),

@@ -51,7 +51,7 @@ def test_resize2d_shapes_attrs_and_dtype() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"layout": "NCHW4c"}, r"layout 'NCHW4c' is not a permutation of 'NCHW'"),
+        ({"layout": "NCHW4x"}, r"layout 'NCHW4x': sub-axis 'x' splits no axis of 'NCHW'"),
         ({"method": "area"},
          r"method must be one of 'nearest_neighbor', 'linear', 'cubic', got 'area'"),
         ({"coordinate_transformation_mode": "tf_half_pixel"},
@@ -67,8 +67,8 @@ def test_resize2d_builder_errors(kwargs: dict[str, Any], message: str) -> None:
 
 
 def test_resize2d_inference_errors() -> None:
-    with pytest.raises(OpError, match=r"relax\.image\.resize2d: data must have rank 4 \(NCHW\), "
-                       r"got shape \(3, 8, 8\)"):  # fmt: skip
+    with pytest.raises(OpError, match=r"relax\.image\.resize2d: data must have rank 4 "
+                       r"\(NCHW layout\), got shape \(3, 8, 8\)"):  # fmt: skip
         infer(op.image.resize2d(tvar((3, 8, 8)), (4, 4)))
     with pytest.raises(OpError, match=r"relax\.image\.resize2d: size must have 2 entries"):
         infer(op.image.resize2d(tvar((1, 3, 8, 8)), rx.ShapeExpr([4, 4, 4])))

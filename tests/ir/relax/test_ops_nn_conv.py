@@ -87,7 +87,7 @@ def test_conv1d_dtype_mismatch() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"data_layout": "NCW4c"}, r"data_layout 'NCW4c' is not a permutation of 'NCW'"),
+        ({"data_layout": "NCW4x"}, r"data_layout 'NCW4x': sub-axis 'x' splits no axis of 'NCW'"),
         ({"kernel_layout": "WIH"}, r"kernel_layout 'WIH' is not a permutation of 'OIW'"),
         ({"padding": (1, 2, 3)}, r"padding must have 1 or 2 entries, got \[1, 2, 3\]"),
         ({"padding": -1}, r"padding entries must be >= 0, got \[-1, -1\]"),
@@ -168,9 +168,9 @@ def test_conv_transpose_errors() -> None:
     with pytest.raises(OpError, match=r"relax\.nn\.conv1d_transpose: padding \[1, 1\] does not "
                        r"fit data with shape \(1, 4, 1\): the output width would be -1"):  # fmt: skip
         infer(op.nn.conv1d_transpose(tvar((1, 4, 1)), tvar((4, 2, 1)), padding=1))
-    with pytest.raises(OpError, match=r"relax\.nn\.conv2d_transpose: kernel_layout 'IOHW4o' "
-                       r"is not a permutation of 'IOHW'"):  # fmt: skip
-        op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((4, 2, 3, 3)), kernel_layout="IOHW4o")
+    with pytest.raises(OpError, match=r"relax\.nn\.conv2d_transpose: kernel_layout 'IOHW4c': "
+                       r"sub-axis 'c' splits no axis of 'IOHW'"):  # fmt: skip
+        op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((4, 2, 3, 3)), kernel_layout="IOHW4c")
     # Output channels first is a permutation like any other: (O=2, I=4) weights.
     swapped = op.nn.conv2d_transpose(tvar((1, 4, 8, 8)), tvar((2, 4, 3, 3)), kernel_layout="OIHW")
     assert same(infer(swapped), (1, 2, 10, 10))

@@ -40,13 +40,13 @@ def test_tensor_struct_info_infers_ndim_from_shape_and_prints_like_tvmscript() -
     assert isinstance(sinfo.shape, ShapeExpr)
     assert sinfo.shape_values == (n, IntImm("int64", 4))
     assert str(sinfo) == 'R.Tensor((n, 4), dtype="float32")'
-    assert str(TensorStructInfo([8])) == "R.Tensor((8,))"
+    assert str(TensorStructInfo([8], dtype=None)) == "R.Tensor((8,))"
 
 
 def test_tensor_struct_info_with_unknown_parts() -> None:
-    assert str(TensorStructInfo(ndim=2)) == "R.Tensor(ndim=2)"
+    assert str(TensorStructInfo(dtype=None, ndim=2)) == "R.Tensor(ndim=2)"
     assert str(TensorStructInfo(dtype="int8", ndim=3)) == 'R.Tensor(dtype="int8", ndim=3)'
-    unknown = TensorStructInfo()
+    unknown = TensorStructInfo(dtype=None)
     assert str(unknown) == "R.Tensor"
     assert unknown.is_unknown_ndim and unknown.is_unknown_dtype and unknown.shape is None
     for void in (None, "void", ""):
@@ -64,19 +64,19 @@ def test_tensor_struct_info_with_shape_variable_and_device() -> None:
 
 def test_tensor_struct_info_errors() -> None:
     with pytest.raises(VMValueError, match=r"ndim=3 contradicts the shape"):
-        TensorStructInfo([1, 2], ndim=3)
+        TensorStructInfo([1, 2], dtype=None, ndim=3)
     with pytest.raises(VMValueError, match=r"ndim must be -1 \(unknown\) or >= 0, got -2"):
-        TensorStructInfo(ndim=-2)
+        TensorStructInfo(dtype=None, ndim=-2)
     with pytest.raises(VMTypeError, match=r"dimension 1 must be an int or an integer PrimExpr"):
-        TensorStructInfo([1, "two"])
+        TensorStructInfo([1, "two"], dtype=None)
     with pytest.raises(VMTypeError, match=r"dimension 0 must be an integer expression"):
-        TensorStructInfo([TirVar("f", "float32")])
+        TensorStructInfo([TirVar("f", "float32")], dtype=None)
     with pytest.raises(VMTypeError, match=r"cannot parse data type 'floaty'"):
         TensorStructInfo([1], "floaty")
     with pytest.raises(VMTypeError, match=r"shape variable x must have ShapeStructInfo"):
-        TensorStructInfo(Var("x", TensorStructInfo()))
+        TensorStructInfo(Var("x", TensorStructInfo(dtype=None)), dtype=None)
     with pytest.raises(VMTypeError, match=r"vdevice must be a Device"):
-        TensorStructInfo([1], vdevice="cpu")  # type: ignore[arg-type]
+        TensorStructInfo([1], dtype=None, vdevice="cpu")  # type: ignore[arg-type]
 
 
 def test_shape_prim_object_tuple_callable_printing() -> None:
@@ -89,7 +89,7 @@ def test_shape_prim_object_tuple_callable_printing() -> None:
     assert str(PrimStructInfo(value=n)) == "R.Prim(value=n)"
     assert PrimStructInfo(value=n).dtype == "int64"
     assert str(ObjectStructInfo()) == "R.Object"
-    tup = TupleStructInfo([TensorStructInfo(ndim=1), ShapeStructInfo(ndim=0)])
+    tup = TupleStructInfo([TensorStructInfo(dtype=None, ndim=1), ShapeStructInfo(ndim=0)])
     assert str(tup) == "R.Tuple(R.Tensor(ndim=1), R.Shape(ndim=0))"
     func = FuncStructInfo([TensorStructInfo([n], "float32")], TensorStructInfo([n], "float32"))
     assert str(func) == (
@@ -125,7 +125,7 @@ def test_struct_info_equality_is_structural_with_vars_by_identity() -> None:
     assert hash(TensorStructInfo([n, 4], "float32")) == hash(TensorStructInfo([n, 4], "float32"))
     assert TensorStructInfo([n, 4], "float32") != TensorStructInfo([m, 4], "float32")
     assert TensorStructInfo([n], "float32") != TensorStructInfo([n], "float16")
-    assert TensorStructInfo(ndim=1) != ShapeStructInfo(ndim=1)
+    assert TensorStructInfo(dtype=None, ndim=1) != ShapeStructInfo(ndim=1)
     assert len({ObjectStructInfo(), ObjectStructInfo()}) == 1
 
 
@@ -141,18 +141,18 @@ def test_object_is_base_of_everything_and_only_object_may_still_match() -> None:
         obj,
     ):
         assert is_base_of(obj, derived) == PASS
-    assert is_base_of(TensorStructInfo(), obj) == L1  # needs a run-time kind check
-    assert is_base_of(TensorStructInfo(), ShapeStructInfo()) == L0  # never a tensor
+    assert is_base_of(TensorStructInfo(dtype=None), obj) == L1  # needs a run-time kind check
+    assert is_base_of(TensorStructInfo(dtype=None), ShapeStructInfo()) == L0  # never a tensor
 
 
 def test_unknown_tensor_is_base_of_specific_but_not_the_reverse() -> None:
     specific = TensorStructInfo([2, 3], "float32")
-    assert is_base_of(TensorStructInfo(), specific) == PASS
-    assert is_base_of(TensorStructInfo(ndim=2), specific) == PASS
+    assert is_base_of(TensorStructInfo(dtype=None), specific) == PASS
+    assert is_base_of(TensorStructInfo(dtype=None, ndim=2), specific) == PASS
     assert is_base_of(TensorStructInfo(dtype="float32"), specific) == PASS
     assert is_base_of(specific, TensorStructInfo(ndim=2, dtype="float32")) == L2  # no extents
     assert is_base_of(specific, TensorStructInfo(dtype="float32")) == L1  # rank unknown
-    assert is_base_of(specific, TensorStructInfo([2, 3])) == L1  # dtype unknown
+    assert is_base_of(specific, TensorStructInfo([2, 3], dtype=None)) == L1  # dtype unknown
 
 
 def test_static_mismatches_fail_at_level_zero() -> None:
@@ -188,9 +188,13 @@ def test_prim_values_and_shape_variables() -> None:
     assert is_base_of(PrimStructInfo(value=n), PrimStructInfo("int64")) == L2
     assert is_base_of(PrimStructInfo(value=n + 1), PrimStructInfo(value=n)) == L0
     shape = Var("s", ShapeStructInfo(ndim=2))
-    assert is_base_of(TensorStructInfo(shape), TensorStructInfo(shape)) == PASS
+    assert (
+        is_base_of(TensorStructInfo(shape, dtype=None), TensorStructInfo(shape, dtype=None)) == PASS
+    )
     other = Var("t", ShapeStructInfo(ndim=2))
-    assert is_base_of(TensorStructInfo(shape), TensorStructInfo(other)) == L2
+    assert (
+        is_base_of(TensorStructInfo(shape, dtype=None), TensorStructInfo(other, dtype=None)) == L2
+    )
 
 
 def test_tensor_device_checks() -> None:
@@ -202,16 +206,19 @@ def test_tensor_device_checks() -> None:
 
 def test_tuples_take_the_weakest_field() -> None:
     n = TirVar("n")
-    base = TupleStructInfo([TensorStructInfo(ndim=1), PrimStructInfo(value=n)])
+    base = TupleStructInfo([TensorStructInfo(dtype=None, ndim=1), PrimStructInfo(value=n)])
     exact = TupleStructInfo([TensorStructInfo([3], "int8"), PrimStructInfo(value=n)])
     assert is_base_of(base, exact) == PASS
-    assert is_base_of(base, TupleStructInfo([TensorStructInfo(), PrimStructInfo(value=n)])) == L1
-    assert is_base_of(base, TupleStructInfo([TensorStructInfo(ndim=1)])) == L0
+    assert (
+        is_base_of(base, TupleStructInfo([TensorStructInfo(dtype=None), PrimStructInfo(value=n)]))
+        == L1
+    )
+    assert is_base_of(base, TupleStructInfo([TensorStructInfo(dtype=None, ndim=1)])) == L0
     assert is_base_of(base, TupleStructInfo([ShapeStructInfo(), PrimStructInfo("int64")])) == L0
 
 
 def test_callables_are_contravariant_in_params_and_covariant_in_return() -> None:
-    tensor, any_tensor = TensorStructInfo([4], "float32"), TensorStructInfo()
+    tensor, any_tensor = TensorStructInfo([4], "float32"), TensorStructInfo(dtype=None)
     narrow = FuncStructInfo([tensor], tensor)
     wide = FuncStructInfo([any_tensor], tensor)
     assert is_base_of(narrow, wide) == PASS  # accepts more, returns the same
@@ -232,7 +239,7 @@ def test_purity_pure_may_replace_impure_only() -> None:
 
 
 def test_method_shortcut_and_type_errors() -> None:
-    assert ObjectStructInfo().is_base_of(TensorStructInfo())
-    assert not TensorStructInfo([2], "float32").is_base_of(TensorStructInfo())
+    assert ObjectStructInfo().is_base_of(TensorStructInfo(dtype=None))
+    assert not TensorStructInfo([2], "float32").is_base_of(TensorStructInfo(dtype=None))
     with pytest.raises(VMTypeError, match=r"derived must be a StructInfo, got int"):
         struct_info_base_check(ObjectStructInfo(), 3)  # type: ignore[arg-type]

@@ -85,8 +85,10 @@ def test_prim_func_params_and_errors() -> None:
     assert func.name == "add_one" and len(func.params) == 2
     assert [func.buffer_map[p].name for p in func.params] == ["A", "B"]
     handle = Var("h", "handle")
-    with pytest.raises(VMValueError, match="handle parameter 0 \\('h'\\) has no buffer"):
-        tir.PrimFunc([handle], tir.Evaluate(0))
+    # An opaque handle (no buffer) is a valid PrimFunc, as in TVM; running it is the error.
+    opaque = tir.PrimFunc([handle], tir.Evaluate(0), attrs={"global_symbol": "f"})
+    with pytest.raises(VMTypeError, match="parameter 'h' is an opaque T.handle"):
+        tir.lower_blocks(opaque)
     with pytest.raises(VMTypeError, match="scalar parameter 'x' must be an integer"):
         tir.PrimFunc([Var("x", "float32")], tir.Evaluate(0))
     with pytest.raises(VMTypeError, match="parameter 0 must be a Var or a Buffer"):

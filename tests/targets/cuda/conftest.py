@@ -278,3 +278,35 @@ def cuda_simulator_module() -> Iterator[CUDASimulator]:
     """:func:`cuda_simulator` for a whole test module (its tests share compiled VMs)."""
     with simulated_cuda() as simulator:
         yield simulator
+
+
+#: (name, PrimFunc as legalized and lowered, the same GPU-scheduled) of one device kernel.
+MatrixKernel = tuple[str, Any, Any]
+
+
+@pytest.fixture(scope="session")
+def matrix_kernels() -> dict[tuple[str, str, str], list[MatrixKernel]]:
+    """Every device kernel of the op conformance matrix, by case group (family, dtype, shape
+    kind): the default pipeline runs once per group for the whole session (the PTX matrix
+    and the schedule matrix share it). Shape functions (``tir.is_host_func``) are left out."""
+    import collections
+
+    from relaxvm.ir.tir import PrimFunc, lower_blocks
+    from relaxvm.testing.conformance.cases import all_cases, build_module
+    from relaxvm.transform.pipeline import get_pipeline
+    from relaxvm_cuda.schedule import schedule_prim_func
+
+    groups: dict[tuple[str, str, str], list[Any]] = collections.defaultdict(list)
+    for case in all_cases():
+        groups[case.group].append(case)
+    pipeline = get_pipeline("default")
+    kernels: dict[tuple[str, str, str], list[MatrixKernel]] = {}
+    for group, cases in groups.items():
+        mod = pipeline(build_module(cases))
+        found = []
+        for gvar, func in mod.functions.items():
+            if isinstance(func, PrimFunc) and not func.attrs.get("tir.is_host_func"):
+                lowered = lower_blocks(func)
+                found.append((gvar.name_hint, lowered, schedule_prim_func(lowered)))
+        kernels[group] = found
+    return kernels

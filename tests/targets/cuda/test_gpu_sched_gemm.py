@@ -70,6 +70,27 @@ def test_matmul_with_a_symbolic_row_count() -> None:
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
 
+def _tiles(func: PrimFunc) -> tuple[int, int]:
+    from relaxvm.ir.tir.stages import parse_stages
+    from relaxvm_cuda.schedule.matmul import plan_gemm
+
+    scratch, stages = parse_stages(func)
+    plan = plan_gemm(stages, scratch)
+    assert plan is not None
+    return plan.bm, plan.bn
+
+
+def test_a_symbolic_side_facing_a_narrow_one_takes_64_wide_tiles() -> None:
+    n = Var("n", "int64")
+    assert _tiles(workloads.matmul(n, 4096, 64)) == (128, 128)  # both sides large
+    assert _tiles(workloads.matmul(n, 35, 19)) == (64, 64)  # skinny: twice the blocks
+    assert _tiles(workloads.matmul(n, 9, 19)) == (64, 16)
+    assert _tiles(workloads.matmul(300, 35, 19)) == (128, 64)  # static: by the sizes
+    # Two row tiles of 64 with a ragged second one.
+    a, b, out = _run_scheduled(workloads.matmul(n, 9, 5), "gemm", n=70)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_strided_padded_conv2d_is_an_implicit_gemm() -> None:
     func = workloads.conv2d_nchw(2, 3, 6, 5, 4, stride=2, bias=True, relu=True)
     ref = _arrays(func)

@@ -18,10 +18,8 @@ import pytest
 
 from relaxvm.errors import VMIndexError
 from relaxvm.ir import IntImm
-from relaxvm.ir.tir import PrimFunc, lower_blocks, run_prim_func
-from relaxvm.testing.conformance.cases import all_cases, build_module
-from relaxvm.transform.pipeline import get_pipeline
-from relaxvm_cuda.schedule import schedule_kind, schedule_prim_func
+from relaxvm.ir.tir import PrimFunc, run_prim_func
+from relaxvm_cuda.schedule import schedule_kind
 
 #: How many GEMM kernels, and injective ones (the simplest schedule), are interpreted.
 GEMM_SAMPLE = 2
@@ -29,20 +27,9 @@ INJECTIVE_SAMPLE = 120
 
 
 @pytest.fixture(scope="module")
-def kernels() -> list[tuple[str, PrimFunc, PrimFunc]]:
-    groups: dict[Any, list[Any]] = collections.defaultdict(list)
-    for case in all_cases():
-        if not case.symbolic:
-            groups[case.group].append(case)
-    pipeline = get_pipeline("default")
-    found = []
-    for cases in groups.values():
-        mod = pipeline(build_module(cases))
-        for gvar, func in mod.functions.items():
-            if isinstance(func, PrimFunc) and not func.attrs.get("tir.is_host_func"):
-                lowered = lower_blocks(func)
-                found.append((gvar.name_hint, lowered, schedule_prim_func(lowered)))
-    return found
+def kernels(matrix_kernels: dict[Any, list[Any]]) -> list[tuple[str, PrimFunc, PrimFunc]]:
+    # The session's matrix build (conftest.matrix_kernels), static-shape groups only.
+    return [k for group, found in matrix_kernels.items() if group[2] == "static" for k in found]
 
 
 def _inputs(func: PrimFunc, rng: np.random.Generator) -> list[np.ndarray] | None:

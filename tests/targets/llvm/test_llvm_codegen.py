@@ -278,7 +278,10 @@ def test_vectorized_math_is_vector_code(compiled: Any) -> None:
     assert "llvm.log.v40f32" in text
     assert "llvm.exp.v40f32" not in text  # float32 exp is a polynomial in vector code
     assert "llvm.fma.v40f32" in text
-    assert "tanhf" in text  # libm functions are called lane by lane
+    assert "tanhf" not in text  # float32 tanh is float64 vector arithmetic (codegen_math_f64)
+    assert "llvm.fma.v40f64" in text
+    f64_text, _ = generate_kernel_ir(funcs["vmath_float64"], "vmath", "__rvm_vmath", ())
+    assert '@"tanh"' in f64_text  # float64 still calls libm, lane by lane
 
 
 def test_strict_fastmath_matches_the_interpreter_bit_for_bit(run_both: Any) -> None:

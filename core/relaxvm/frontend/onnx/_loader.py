@@ -69,15 +69,15 @@ _DTYPES: dict[int, str] = {
     11: "float64",
     12: "uint32",
     13: "uint64",
+    17: "float8_e4m3fn",
+    19: "float8_e5m2",
 }
 _DTYPE_NAMES = {
     8: "STRING",
     14: "COMPLEX64",
     15: "COMPLEX128",
     16: "BFLOAT16",
-    17: "FLOAT8E4M3FN",
     18: "FLOAT8E4M3FNUZ",
-    19: "FLOAT8E5M2",
     20: "FLOAT8E5M2FNUZ",
     21: "UINT4",
     22: "INT4",

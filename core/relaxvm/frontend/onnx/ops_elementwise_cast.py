@@ -124,10 +124,16 @@ def _cast_element(target: str) -> Any:
     return element
 
 
+def _is_float8(dtype: str) -> bool:
+    return dtype.startswith("float8_")
+
+
 def _cast(ctx: Context, node: Node, source: str, target: str) -> Any:
     x = node.input(0)
 
     def numeric(a: np.ndarray) -> Any:
+        if _is_float8(source) or _is_float8(target):
+            raise CannotFold  # float8 rounds in the kernels (one definition of it)
         if target == "bool":
             return a != 0
         return a.astype(target)
@@ -137,6 +143,16 @@ def _cast(ctx: Context, node: Node, source: str, target: str) -> Any:
         return folded
     if source == target:
         return x
+    if _is_float8(source) and (target == "bool" or _is_float8(target)):
+        # float8 has no comparisons or clip: work on its exact float32 value.
+        x, source = ctx.emit(op.astype(x, "float32")), "float32"
+    if _is_float8(target) and int(node.attr("saturate", 1)):
+        # ONNX's default saturate=1: out-of-range values (infinities too) become the largest
+        # finite float8; NaN stays NaN. Without it the cast overflows to NaN/inf.
+        from ...runtime.float8 import float8_format
+
+        bound = int(float8_format(target).max_value)
+        return op.astype(op.clip(x, -bound, bound), target)
     if target == "bool":
         # Any nonzero (NaN included) is True: compare, rather than trusting a narrowing cast.
         return op.not_equal(x, scalar(0, source))
@@ -145,7 +161,8 @@ def _cast(ctx: Context, node: Node, source: str, target: str) -> Any:
 
 @converter("Cast", since=1, check=_check_cast)
 def cast(ctx: Context, node: Node) -> Any:
-    """Numeric and bool targets; string, bfloat16, float8 and 4-bit targets are refused."""
+    """Numeric, bool and float8 (E4M3FN, E5M2, with ``saturate``) targets; string, bfloat16,
+    the FNUZ float8 and 4-bit targets are refused."""
     target = onnx_dtype(_target_code(node), f"{node.label}: the target type")
     return _cast(ctx, node, input_dtype(ctx, node, 0), target)
 

@@ -1,7 +1,8 @@
 """ONNX converters: QuantizeLinear and DequantizeLinear (per-tensor and per-axis).
 
-Blocked quantization (``block_size``) is composed of elementwise ops; float8/int4 types and
-``precision`` are refused.
+Blocked quantization (``block_size``) is composed of elementwise ops. float8 (E4M3FN, E5M2)
+works per tensor and per axis with a zero (or absent) zero point and ``saturate=1``; the FNUZ
+float8 types, int4 and ``precision`` are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ._registry import converter
 
 #: TensorProto element type codes of the integer types relaxvm's quantize ops handle.
 _QUANT_CODES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32"}
+_FLOAT8_CODES = {17: "float8_e4m3fn", 19: "float8_e5m2"}
 _FLOAT_CODES = {1: "float32", 10: "float16"}
 
 
@@ -26,7 +28,8 @@ def _check_qdq(node: Node) -> str | None:
         return f"block_size={node.attr('block_size')} is negative"
     code = node.attr("output_dtype", 0)
     if code:
-        table = _QUANT_CODES if node.op_type == "QuantizeLinear" else _FLOAT_CODES
+        quantize = node.op_type == "QuantizeLinear"
+        table = {**_QUANT_CODES, **_FLOAT8_CODES} if quantize else _FLOAT_CODES
         if int(code) not in table:
             return f"output_dtype={code} is not one of the supported types ({', '.join(table.values())})"
     if node.attr("precision", 0):
@@ -60,9 +63,22 @@ def _zero(dtype: str) -> Any:
     return Context.const(np.zeros((), dtype=dtype), dtype)
 
 
+def _float8_zero_point(ctx: Context, node: Node, zero_point: Any, what: str) -> Any:
+    """An int8 zero of a float8 zero point's shape (relax's qdq ops take integer zero
+    points); a zero point that is not known to be all zeros is refused."""
+    if _blocked(node):
+        raise node.unsupported("blocked quantization with a float8 type is not supported")
+    if zero_point is None:
+        return _zero("int8")
+    value = ctx.known(zero_point)
+    if value is None or np.any(np.asarray(value).astype(np.float32) != 0):
+        raise node.unsupported(f"{what} is a float8 zero point that is not a known zero")
+    return Context.const(np.zeros(np.shape(value), dtype="int8"), "int8")
+
+
 @converter("QuantizeLinear", since=10, check=_check_qdq)
 def quantize_linear(ctx: Context, node: Node) -> Any:
-    """Per-tensor, per-axis, blocked; to (u)int8/(u)int16/int32; float8/int4 types refused."""
+    """Per-tensor, per-axis, blocked; to (u)int8/(u)int16/int32, or float8 (not blocked)."""
     x = node.input(0)
     if not (ctx.dtype(x) or "").startswith(("float", "bfloat")):
         raise node.unsupported(f"input x of dtype {ctx.dtype(x)} (only float inputs are)")
@@ -73,7 +89,13 @@ def quantize_linear(ctx: Context, node: Node) -> Any:
     if zero_point is not None:
         out_dtype = ctx.dtype(zero_point) or ""
     else:
-        out_dtype = _QUANT_CODES.get(code, "uint8")
+        out_dtype = {**_QUANT_CODES, **_FLOAT8_CODES}.get(code, "uint8")
+    if out_dtype in _FLOAT8_CODES.values():
+        if not int(node.attr("saturate", 1)):
+            raise node.unsupported("saturate=0 is not supported (relax.quantize saturates)")
+        zero_point = _float8_zero_point(ctx, node, zero_point, "y_zero_point")
+        zero_point = _param(ctx, node, zero_point, "y_zero_point")
+        return op.quantize(x, scale, zero_point, axis, out_dtype)
     if out_dtype not in _QUANT_CODES.values():
         raise node.unsupported(f"output type {out_dtype} is not supported")
     if zero_point is None:
@@ -94,10 +116,10 @@ def quantize_linear(ctx: Context, node: Node) -> Any:
 
 @converter("DequantizeLinear", since=10, check=_check_qdq)
 def dequantize_linear(ctx: Context, node: Node) -> Any:
-    """Per-tensor, per-axis, blocked; (u)int8/(u)int16/int32 in; float8/int4 types refused."""
+    """Per-tensor, per-axis, blocked; (u)int8/(u)int16/int32 or float8 (not blocked) in."""
     x = node.input(0)
     in_dtype = ctx.dtype(x) or ""
-    if in_dtype not in _QUANT_CODES.values():
+    if in_dtype not in (*_QUANT_CODES.values(), *_FLOAT8_CODES.values()):
         raise node.unsupported(f"input x of dtype {in_dtype} is not supported")
     scale = node.input(1) if _blocked(node) else _param(ctx, node, node.input(1), "x_scale")
     axis = -1 if _blocked(node) else _axis(ctx, node, x, scale)
@@ -108,7 +130,9 @@ def dequantize_linear(ctx: Context, node: Node) -> Any:
     if out_dtype not in _FLOAT_CODES.values():
         raise node.unsupported(f"scale type {out_dtype} is not supported (float32/float16 are)")
     zero_point = node.optional_input(2)
-    if zero_point is None:
+    if in_dtype in _FLOAT8_CODES.values():
+        zero_point = _float8_zero_point(ctx, node, zero_point, "x_zero_point")
+    elif zero_point is None:
         zero_point = _zero(in_dtype)
     if _blocked(node):
         if in_dtype == "int32":

@@ -137,7 +137,31 @@ def reshape(ctx: Context, node: Node) -> Any:
     known = ctx.known(data)
     if known is not None and all(isinstance(v, int) for v in resolved):
         return known_value(ctx, known.reshape(resolved), _dtype(ctx, data))
+    if allowzero and any(isinstance(v, int) and v == 0 for v in resolved):
+        return _reshape_to_empty(ctx, node, data, resolved, dims)
     return op.reshape(data, resolved)
+
+
+def _reshape_to_empty(
+    ctx: Context, node: Node, data: RelaxExpr, resolved: list[Any], dims: list[Any] | None
+) -> Any:
+    """``allowzero`` with a 0 in the shape: the result has no elements, so neither has the
+    data, and the result is an empty tensor of that shape. (relax.reshape reads a literal 0
+    as "copy this dim", TVM's rule, so it cannot say this.)"""
+    if any(isinstance(v, int) and v == -1 for v in resolved):
+        raise FrontendError(
+            f"from_onnx: {node.label}: with allowzero=1 the shape {resolved} may not hold "
+            "both 0 and -1"
+        )
+    empty = dims is not None and any(
+        isinstance(d, tir.IntImm) and int(d.value) == 0 or d == 0 for d in dims
+    )
+    if not empty:
+        raise node.unsupported(
+            "allowzero=1 with a 0 in the shape needs data with a static 0 extent "
+            f"(data shape: {dims})"
+        )
+    return op.zeros(resolved, _dtype(ctx, data))
 
 
 def _reshape_runtime(ctx: Context, node: Node, data: RelaxExpr, allowzero: bool) -> Any:

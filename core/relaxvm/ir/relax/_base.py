@@ -230,14 +230,27 @@ def _node_script(self: RelaxNode, **options: Any) -> str:
         ``print_line_numbers``; the rest only at TVM's defaults
         (see :mod:`relaxvm.ir.relax.text_options`).
     """
+    from .struct_info import StructInfo
     from .text_options import apply_layout, script_options
-    from .text_verbose import verbose_definitions
+    from .text_verbose import verbose_definitions, verbose_script
 
     opts = script_options(type(self).__name__, **options)
-    text = str(self)
-    if opts.verbose_expr:
-        text = "\n".join([*verbose_definitions(self), text])
+    if not opts.verbose_expr:
+        # Statements print as statements (an If as Python if/else), as TVM; the rest as
+        # one expression.
+        text = verbose_script(self, declare=False) if _is_statement(self) else str(self)
+    elif isinstance(self, StructInfo):
+        text = "\n".join([*verbose_definitions(self), str(self)])
+    else:
+        text = verbose_script(self)
     return apply_layout(text, opts)
+
+
+def _is_statement(node: RelaxNode) -> bool:
+    from .block import Binding, BindingBlock, SeqExpr
+    from .expr import If
+
+    return isinstance(node, (Binding, BindingBlock, SeqExpr, If))
 
 
 RelaxNode.script = _node_script

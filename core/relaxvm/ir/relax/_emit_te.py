@@ -16,10 +16,11 @@ from ...errors import VMValueError
 from ..expr import Var as TirVar
 from ..expr_functor import free_vars
 from ..tir import te
+from ..tir.function import PrimFunc
 from ._base import RelaxExpr
 from .expr import Call, PrimValue, ShapeExpr
 from .op import call_tir
-from .struct_info import StructInfo, TensorStructInfo
+from .struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 
 if TYPE_CHECKING:
     from .block_builder import BlockBuilder
@@ -52,6 +53,10 @@ class _Converter:
         if isinstance(leaf, ShapeExpr):
             return list(leaf.values)
         sinfo = leaf.struct_info
+        if isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
+            # An ``R.Prim(value=n)`` variable stands for its symbolic value, as in TVM; a
+            # symbol no input shape binds becomes one of the call's tir_vars.
+            return sinfo.value
         if not isinstance(sinfo, TensorStructInfo):
             raise BlockBuilderError(
                 f"BlockBuilder.emit_te: argument {leaf} is {sinfo}, not a tensor, shape or "
@@ -142,6 +147,7 @@ def build_call_tir(
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
     name_hint: str | None,
+    primfunc_attrs: Mapping[str, Any] | None = None,
 ) -> Call:
     """Make the PrimFunc for ``te_func(*args, **kwargs)``, add it to the builder's module and
     return the (not yet emitted) ``R.call_tir`` of it."""
@@ -169,6 +175,17 @@ def build_call_tir(
         func = te.create_prim_func([*converter.placeholders, *outputs, *extra], name=name)
     except VMValueError as err:
         raise BlockBuilderError(f"BlockBuilder.emit_te({name}): {err}") from err
+    # As TVM: the kernel is private to the module (no global_symbol; code generation's
+    # AttachGlobalSymbol names it later) and carries the caller's extra attributes.
+    func = PrimFunc(
+        func.params,
+        func.body,
+        func.buffer_map,
+        {
+            **{k: v for k, v in func.attrs.items() if k != "global_symbol"},
+            **dict(primfunc_attrs or {}),
+        },
+    )
     gvar = builder.add_func(func, name)
     out_sinfo: list[StructInfo] = [
         TensorStructInfo(list(output.shape), output.dtype) for output in outputs

@@ -84,7 +84,8 @@ def _out_sinfo(printer: RelaxPrinter, call: Call) -> list[tuple[str, str]]:
 def _call_dps(printer: RelaxPrinter, call: Call) -> Parts:
     name = _op_name(call.op.name)  # type: ignore[attr-defined]
     args = [_callee(printer, call.args[0]), *(printer.expr(arg) for arg in call.args[1:2])]
-    kwargs = _attr_kwargs(printer, call) + _out_sinfo(printer, call)
+    # TVM prints out_sinfo before the attributes (inplace_indices).
+    kwargs = _out_sinfo(printer, call) + _attr_kwargs(printer, call)
     if len(call.args) > 2:
         kwargs.append(("tir_vars", printer.expr(call.args[2])))
     return name, args, kwargs

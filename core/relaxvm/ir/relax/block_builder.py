@@ -19,7 +19,7 @@ functions (and the PrimFuncs made by :meth:`BlockBuilder.emit_te`) are collected
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -106,9 +106,12 @@ class BlockBuilder(TVMBuilderMethods):
         # The bindings of the block being filled; a dataflow block while _in_dataflow.
         self._bindings: list[Any] = []
         self._in_dataflow = False
+        # Names used so far -> the last suffix tried for them (TVM's NameSupply).
         self._name_counts: dict[str, int] = {}
         self._analyzer = Analyzer()
         self._scopes: list[list[Var]] = []  # begin_scope/end_scope (TVM's variable scopes)
+        # Blocks suspended by _begin_*_block (TVM's private block API): (bindings, dataflow).
+        self._block_stack: list[tuple[list[Any], bool]] = []
 
     # ---- scopes ---------------------------------------------------------------------------
     @contextmanager
@@ -272,26 +275,6 @@ class BlockBuilder(TVMBuilderMethods):
         self._func, self._bindings = None, []
         return self._mod.add(func.name, built)
 
-    def emit_te(
-        self,
-        te_func: Callable[..., Any],
-        *args: Any,
-        primfunc_name_hint: str | None = None,
-        name_hint: str = "",
-        **kwargs: Any,
-    ) -> Var:
-        """Build a PrimFunc from a TE function of Relax tensors and emit ``R.call_tir`` of it.
-
-        Relax tensor arguments (anywhere in ``args``/``kwargs``, also inside lists) become
-        ``te.placeholder`` s of their shapes; the TE function returns the output tensor(s).
-        The PrimFunc is added once under a unique name (``add``, ``add1``...).
-        """
-        from ._emit_te import build_call_tir
-
-        self._require_function("emit_te")
-        call = build_call_tir(self, te_func, args, kwargs, primfunc_name_hint)
-        return self.emit(call, name_hint)
-
     # ---- the module -----------------------------------------------------------------------
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         """Add ``func`` (a Relax Function or PrimFunc) under a unique name made from
@@ -302,7 +285,7 @@ class BlockBuilder(TVMBuilderMethods):
         if isinstance(func, PrimFunc):
             for gvar, existing in self._mod:
                 if isinstance(existing, PrimFunc) and tir_equal(
-                    func.with_attr("global_symbol", gvar.name_hint), existing
+                    _named(func, gvar.name_hint), _named(existing, gvar.name_hint)
                 ):
                     return gvar
         elif not isinstance(func, Function):
@@ -311,7 +294,9 @@ class BlockBuilder(TVMBuilderMethods):
                 f"{type(func).__name__}"
             )
         name = self._unique_global_name(func_name)
-        if "global_symbol" in func.attrs or isinstance(func, PrimFunc):
+        if "global_symbol" in func.attrs:
+            # A public function is exported under its (unique) module name; a private one
+            # (an emit_te kernel, as in TVM) stays private.
             func = func.with_attr("global_symbol", name)
         return self._mod.add(name, func)
 
@@ -438,11 +423,11 @@ class BlockBuilder(TVMBuilderMethods):
         return var
 
     def _new_var(self, name_hint: str, sinfo: StructInfo, dataflow: bool) -> Var:
-        if not name_hint:
-            prefix = "lv" if dataflow else "gv"
-            count = self._name_counts.get(prefix, 0)
-            self._name_counts[prefix] = count + 1
-            name_hint = f"{prefix}{count}"
+        if name_hint:
+            # A given name is kept as is, and reserved so that fresh names avoid it.
+            self._name_counts.setdefault(name_hint, 0)
+        else:
+            name_hint = self._fresh_name("lv" if dataflow else "gv")
         return (DataflowVar if dataflow else Var)(name_hint, sinfo)
 
     def _flush_block(self) -> None:
@@ -453,6 +438,9 @@ class BlockBuilder(TVMBuilderMethods):
         self._bindings = []
 
     def _require_function(self, method: str) -> _FunctionFrame:
+        if self._func is None and self._block_stack:
+            # A block built by itself (_begin_*_block): emitting needs no function.
+            return _FunctionFrame("<block>", None, {}, False, True)
         if self._func is None:
             raise BlockBuilderError(
                 f"BlockBuilder.{method}: called outside a function; open one with "
@@ -503,6 +491,11 @@ class BlockBuilder(TVMBuilderMethods):
         if isinstance(output, (list, tuple)) and not isinstance(output, RelaxExpr):
             return Tuple([self._check_expr(method, item) for item in output])
         return self._check_expr(method, output)
+
+
+def _named(func: Any, name: str) -> Any:
+    """``func`` with ``global_symbol`` set to ``name`` when it has one (for comparisons)."""
+    return func.with_attr("global_symbol", name) if "global_symbol" in func.attrs else func
 
 
 def _same(new: Sequence[RelaxExpr], old: Sequence[RelaxExpr]) -> bool:

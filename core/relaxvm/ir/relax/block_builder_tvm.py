@@ -1,7 +1,8 @@
 """TVM's remaining ``relax.BlockBuilder`` spellings, mixed into :class:`BlockBuilder`.
 
-``call_te`` (the ``R.call_tir`` of a TE function, not emitted), ``emit_normalized`` (append a
-binding that is already in normal form), ``begin_scope``/``end_scope`` (the variable scopes
+``call_te`` / ``emit_te`` (the ``R.call_tir`` of a TE function), TVM's fresh variable names
+(``lv``, ``lv1``...), the private block API (``_begin_dataflow_block``...),
+``emit_normalized`` (append a binding that is already in normal form), ``begin_scope``/``end_scope`` (the variable scopes
 TVM's normalizer keeps for mutators that rebuild functions binding by binding) and
 ``finalize`` (the finished module). They live here so that the builder module stays about one
 concept: building and normalizing.
@@ -9,10 +10,10 @@ concept: building and normalizing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .block import Binding, MatchCast, VarBinding
+from .block import Binding, BindingBlock, DataflowBlock, MatchCast, VarBinding
 from .expr import Call, DataflowVar, Var
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class TVMBuilderMethods:
     _bindings: list[Any]
     _in_dataflow: bool
     _scopes: list[list[Var]]
+    _block_stack: list[tuple[list[Any], bool]]
+    _name_counts: dict[str, int]
 
     # Provided by BlockBuilder; declared for the type checker.
     if TYPE_CHECKING:
@@ -41,11 +44,14 @@ class TVMBuilderMethods:
 
         def normalize(self, expr: Any) -> Any: ...
 
+        def emit(self, expr: Any, name_hint: str = "") -> Var: ...
+
     def call_te(
         self,
         te_func: Callable[..., Any],
         *args: Any,
         primfunc_name_hint: str | None = None,
+        primfunc_attrs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Call:
         """The ``R.call_tir`` of a TE function of Relax tensors, without emitting it.
@@ -61,6 +67,8 @@ class TVMBuilderMethods:
             Its arguments; Relax tensors (also inside lists) become ``te.placeholder`` s.
         primfunc_name_hint : str, optional
             The PrimFunc's name (default: from ``te_func``).
+        primfunc_attrs : mapping, optional
+            Extra attributes of the PrimFunc (which is private, as in TVM).
 
         Returns
         -------
@@ -70,10 +78,59 @@ class TVMBuilderMethods:
         """
         from ._emit_te import build_call_tir
 
-        call = build_call_tir(self, te_func, args, kwargs, primfunc_name_hint)  # type: ignore[arg-type]
+        call = build_call_tir(
+            self,  # type: ignore[arg-type]
+            te_func,
+            args,
+            kwargs,
+            primfunc_name_hint,
+            primfunc_attrs,
+        )
         normalized = self.normalize(call)
         assert isinstance(normalized, Call)  # normalizing a Call gives a Call
         return normalized
+
+    def emit_te(
+        self,
+        te_func: Callable[..., Any],
+        *args: Any,
+        primfunc_name_hint: str | None = None,
+        name_hint: str = "",
+        primfunc_attrs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Var:
+        """Build a PrimFunc from a TE function of Relax tensors and emit ``R.call_tir`` of it.
+
+        Relax tensor arguments (anywhere in ``args``/``kwargs``, also inside lists) become
+        ``te.placeholder`` s of their shapes; the TE function returns the output tensor(s).
+        The PrimFunc is added once under a unique name (``add``, ``add1``...), private (no
+        ``global_symbol``) as in TVM, with ``primfunc_attrs`` added to its attributes.
+        """
+        from ._emit_te import build_call_tir
+
+        self._require_function("emit_te")
+        call = build_call_tir(
+            self,  # type: ignore[arg-type]
+            te_func,
+            args,
+            kwargs,
+            primfunc_name_hint,
+            primfunc_attrs,
+        )
+        return self.emit(call, name_hint)
+
+    def _fresh_name(self, prefix: str) -> str:
+        """``prefix``, then ``prefix1``, ``prefix2``... skipping names already used, as TVM's
+        builder names (one name table for the whole builder, across functions)."""
+        if prefix not in self._name_counts:
+            self._name_counts[prefix] = 0
+            return prefix
+        while True:
+            self._name_counts[prefix] += 1
+            name = f"{prefix}{self._name_counts[prefix]}"
+            if name not in self._name_counts:
+                self._name_counts[name] = 0
+                return name
 
     def emit_normalized(self, binding: Binding) -> None:
         """Append ``binding`` (a ``VarBinding`` or ``MatchCast`` already in normal form) to the
@@ -106,6 +163,32 @@ class TVMBuilderMethods:
                 "struct info (normalize the value first)"
             )
         self._bindings.append(binding)
+
+    def _begin_dataflow_block(self) -> None:
+        """Start a dataflow block of its own, as TVM's private ``_begin_dataflow_block``;
+        :meth:`_end_block` returns it. It may be opened outside a function (to build a block
+        by itself) and nests: the block being filled resumes after ``_end_block``."""
+        self._block_stack.append((self._bindings, self._in_dataflow))
+        self._bindings, self._in_dataflow = [], True
+
+    def _begin_binding_block(self) -> None:
+        """Start a plain binding block of its own, as TVM's ``_begin_binding_block``."""
+        self._block_stack.append((self._bindings, self._in_dataflow))
+        self._bindings, self._in_dataflow = [], False
+
+    def _end_block(self) -> BindingBlock:
+        """End the block started by the matching ``_begin_*_block`` and return it (empty
+        blocks included); the enclosing block, if any, resumes."""
+        from .block_builder import BlockBuilderError
+
+        if not self._block_stack:
+            raise BlockBuilderError(
+                "BlockBuilder._end_block: no block is open (call _begin_dataflow_block or "
+                "_begin_binding_block first)"
+            )
+        block = (DataflowBlock if self._in_dataflow else BindingBlock)(self._bindings)
+        self._bindings, self._in_dataflow = self._block_stack.pop()
+        return block
 
     def begin_scope(self, params: Sequence[Var] | None = None) -> None:
         """Open a variable scope in which ``params`` are visible, as TVM's

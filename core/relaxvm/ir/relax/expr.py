@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Mapping, Sequence
+import types
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +58,10 @@ __all__ = [
 
 
 # ---- variables and global references ---------------------------------------------------------
+#: The (empty, read-only) attributes of an :class:`ExternFunc`.
+_NO_ATTRS: Mapping[str, Any] = types.MappingProxyType({})
+
+
 class Var(RelaxExpr):
     """A Relax variable: a function parameter or the target of a binding.
 
@@ -76,6 +81,27 @@ class Var(RelaxExpr):
     ) -> None:
         self._init_field("name_hint", check_name(type(self).__name__, name_hint))
         self._init_expr(struct_info, span)
+
+    def __getitem__(self, index: int) -> TupleGetItem:
+        """``t[i]``: field ``i`` of a tuple-valued variable, as ``TupleGetItem(t, i)`` (TVM's
+        spelling); an index past the last field is an ``IndexError``."""
+        sinfo = self.struct_info
+        if isinstance(sinfo, TupleStructInfo) and not 0 <= index < len(sinfo.fields):
+            raise IndexError(
+                f"{self.name_hint}[{index}]: index out of range for {sinfo}, which has "
+                f"{len(sinfo.fields)} fields"
+            )
+        return TupleGetItem(self, index)
+
+    def __iter__(self) -> Iterator[TupleGetItem]:
+        """``a, b = t`` for a variable with a TupleStructInfo (its fields, as TupleGetItem)."""
+        sinfo = self.struct_info
+        if not isinstance(sinfo, TupleStructInfo):
+            raise VMTypeError(
+                f"cannot unpack {self.name_hint}: only a variable with a TupleStructInfo can be "
+                f"unpacked, it has {sinfo}"
+            )
+        return (TupleGetItem(self, i) for i in range(len(sinfo.fields)))
 
 
 class DataflowVar(Var):
@@ -112,6 +138,11 @@ class ExternFunc(RelaxExpr):
     ) -> None:
         self._init_field("global_symbol", check_name("ExternFunc", global_symbol))
         self._init_expr(struct_info or FuncStructInfo.opaque_func(purity=False), span)
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        """Function attributes (TVM's ``BaseFunc.attrs``): an extern function has none."""
+        return _NO_ATTRS
 
 
 class Op(RelaxExpr):
@@ -178,6 +209,9 @@ def const(value: Any, dtype: str | DataType | None = None, span: Span | None = N
         if dtype is not None and value.dtype != DataType(dtype):
             raise VMTypeError(f"const: the tensor has dtype {value.dtype}, not {dtype}")
         return Constant(value, span=span)
+    if dtype is not None and DataType(dtype).is_float8:
+        # numpy has no float8: tensor() rounds the values (or keeps an ml_dtypes array's bits).
+        return Constant(make_tensor(value, dtype=dtype), span=span)
     if dtype is None and not isinstance(value, np.ndarray):
         array = np.asarray(value)
         if array.dtype == np.float64:
@@ -197,6 +231,18 @@ class ShapeExpr(RelaxExpr):
         parsed = as_shape_values(values, "ShapeExpr")
         self._init_field("values", parsed)
         self._init_expr(ShapeStructInfo(parsed), span)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __bool__(self) -> bool:
+        # An expression is always truthy (``if shape_expr:`` tests presence, not rank), even
+        # the 0-d shape ``()`` that ``__len__`` would make falsy.
+        return True
+
+    def __getitem__(self, index: int) -> PrimExpr:
+        """Extent ``index`` (a PrimExpr), as TVM's ``ShapeExpr[i]``."""
+        return self.values[index]
 
 
 class PrimValue(RelaxExpr):

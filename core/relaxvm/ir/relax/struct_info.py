@@ -251,13 +251,18 @@ class TensorStructInfo(StructInfo):
     shape : sequence of PrimExpr/int, ShapeExpr, or Relax Var of shape type, optional
         The shape. A list becomes a :class:`~relaxvm.ir.relax.ShapeExpr`; a Var stands for a
         shape computed at run time. None means unknown extents.
-    dtype : str or DataType, optional
-        The element type; None or ``"void"`` means unknown. (TVM's Python constructor
-        defaults to ``"float32"``; we default to unknown, like ``R.Tensor(...)`` in scripts.)
-    ndim : int
-        The rank when the shape does not tell it; ``-1`` is unknown.
+    dtype : str or DataType or None
+        The element type, ``"float32"`` by default as in TVM's constructor; None, ``""`` or
+        ``"void"`` means unknown (``R.Tensor(...)`` without a dtype in a script is unknown).
     vdevice : Device, optional
         The device the tensor lives on, when it is fixed.
+    ndim : int
+        The rank when the shape does not tell it; ``-1`` is unknown.
+    span : Span, optional
+        Where the annotation was written.
+
+    The parameters are in TVM's order (``shape, dtype, vdevice, ndim, span``): pass ``ndim`` by
+    keyword.
 
     Attributes
     ----------
@@ -276,9 +281,9 @@ class TensorStructInfo(StructInfo):
     def __init__(
         self,
         shape: Sequence[PrimExpr | int] | RelaxExpr | None = None,
-        dtype: str | DataType | None = None,
-        ndim: int = -1,
+        dtype: str | DataType | None = "float32",
         vdevice: Device | None = None,
+        ndim: int = -1,
         span: Span | None = None,
     ) -> None:
         from .expr import ShapeExpr, Var
@@ -310,8 +315,10 @@ class TensorStructInfo(StructInfo):
                 )
             ndim = shape_ndim
         if vdevice is not None and not isinstance(vdevice, Device):
+            # The third parameter was ``ndim`` before it took TVM's order: say so.
+            hint = " (pass ndim by keyword: ndim=...)" if isinstance(vdevice, int) else ""
             raise VMTypeError(
-                f"TensorStructInfo: vdevice must be a Device, got {type(vdevice).__name__}"
+                f"TensorStructInfo: vdevice must be a Device, got {type(vdevice).__name__}{hint}"
             )
         self._init_field("shape", shape_node)
         self._init_field("dtype", as_dtype_or_unknown(dtype, "TensorStructInfo"))

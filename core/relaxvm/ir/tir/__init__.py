@@ -10,15 +10,26 @@ from __future__ import annotations
 
 # From the defining modules, not from the parent package: relaxvm.ir imports this package.
 from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
     Add,
+    And,
     Cast,
+    Div,
     FloatImm,
     FloorDiv,
     FloorMod,
     IntImm,
     Max,
     Min,
+    Mod,
     Mul,
+    Not,
+    Or,
     PrimExpr,
     Select,
     SizeVar,
@@ -31,7 +42,7 @@ from ..op import min_expr as min
 from ..structural import assert_structural_equal, structural_equal, structural_hash
 from . import te
 from .analysis import undefined_vars
-from .block import Block, BlockRealize, BufferRegion, IterVar, IterVarType
+from .block import Block, BlockRealize, BufferRegion, IterVar, IterVarType, MatchBufferRegion
 from .buffer import Buffer, BufferLoad, decl_buffer
 from .function import PrimFunc
 from .index_map import IndexMap
@@ -73,11 +84,13 @@ from .intrin import (
     tanh,
     trunc,
 )
+from .let_expr import Let
 from .lower_blocks import lower_blocks
 from .schedule import Schedule
 from .stmt import (
     Allocate,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     ForKind,
@@ -90,9 +103,16 @@ from .stmt import (
 from .stmt_functor import StmtMutator, StmtVisitor, post_order_visit, substitute
 
 __all__ = [
+    "EQ",
+    "GE",
+    "GT",
     "INTRINSICS",
+    "LE",
+    "LT",
+    "NE",
     "Add",
     "Allocate",
+    "And",
     "Block",
     "BlockRealize",
     "Buffer",
@@ -101,6 +121,8 @@ __all__ = [
     "BufferStore",
     "Call",
     "Cast",
+    "DeclBuffer",
+    "Div",
     "Evaluate",
     "FloatImm",
     "FloorDiv",
@@ -112,10 +134,15 @@ __all__ = [
     "IntImm",
     "IterVar",
     "IterVarType",
+    "Let",
     "LetStmt",
+    "MatchBufferRegion",
     "Max",
     "Min",
+    "Mod",
     "Mul",
+    "Not",
+    "Or",
     "PrimExpr",
     "PrimFunc",
     "Schedule",

@@ -18,12 +18,19 @@ from typing import Any
 
 from ...errors import VMTypeError, VMValueError
 from .._scalar import is_bool_dtype, is_int_dtype
-from ..expr import ExprLike, PrimExpr, Range, Var
+from ..expr import ExprLike, IntImm, PrimExpr, Range, Var
 from ..op import cast, const, convert
-from .buffer import Buffer
+from .buffer import Buffer, format_shape
 from .stmt import Stmt
 
-__all__ = ["Block", "BlockRealize", "BufferRegion", "IterVar", "IterVarType"]
+__all__ = [
+    "Block",
+    "BlockRealize",
+    "BufferRegion",
+    "IterVar",
+    "IterVarType",
+    "MatchBufferRegion",
+]
 
 
 class IterVarType(enum.IntEnum):
@@ -112,6 +119,74 @@ class BufferRegion:
         return f"BufferRegion({self.buffer.name}[{parts}])"
 
 
+class MatchBufferRegion:
+    """A buffer bound to a region of another buffer inside a block (TVM's
+    ``tir.MatchBufferRegion``, the block-level ``T.match_buffer``).
+
+    Accesses to ``buffer`` stand for accesses to ``source``'s buffer shifted by the region's
+    start. ``buffer`` has at most as many dimensions as the region; the region's leading extra
+    dimensions must have extent 1 and the others the extents of ``buffer`` (checked where
+    they are constants, as TVM's analyzer proves them).
+
+    Parameters
+    ----------
+    buffer : Buffer
+        The view (``A_sub`` in ``A_sub = T.match_buffer(A[i, 0:4], (4,))``).
+    source : BufferRegion
+        The region it is bound to.
+    """
+
+    __slots__ = ("buffer", "source")
+    buffer: Buffer
+    source: BufferRegion
+
+    def __init__(self, buffer: Buffer, source: BufferRegion) -> None:
+        if not isinstance(buffer, Buffer):
+            raise VMTypeError(f"MatchBufferRegion: expected a Buffer, got {buffer!r}")
+        where = f"match_buffer {buffer.name!r}"
+        if not isinstance(source, BufferRegion):
+            raise VMTypeError(
+                f"{where}: the source must be a buffer region such as A[i, 0:4], got {source!r}"
+            )
+        if buffer.dtype != source.buffer.dtype:
+            raise VMTypeError(
+                f"{where}: dtype {buffer.dtype} differs from {source.buffer.name!r}'s "
+                f"{source.buffer.dtype}"
+            )
+        region = source.region
+        if buffer.ndim > len(region):
+            raise VMValueError(
+                f"{where}: a {buffer.ndim}-d buffer cannot match a {len(region)}-d region of "
+                f"{source.buffer.name!r}"
+            )
+        lead = len(region) - buffer.ndim
+        expected = [1] * lead + list(buffer.shape)
+        for dim, (rng, want) in enumerate(zip(region, expected, strict=True)):
+            if not _maybe_equal(rng.extent, want):
+                raise VMValueError(
+                    f"{where}: the region of {source.buffer.name!r} has extent {rng.extent} in "
+                    f"dimension {dim}, but the buffer expects {want} (buffer shape "
+                    f"{format_shape(buffer.shape)})"
+                )
+        object.__setattr__(self, "buffer", buffer)
+        object.__setattr__(self, "source", source)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("MatchBufferRegion is immutable")
+
+    def __repr__(self) -> str:
+        return f"MatchBufferRegion({self.buffer.name} <- {self.source!r})"
+
+
+def _maybe_equal(a: Any, b: Any) -> bool:
+    # Constants must agree; a symbolic pair is accepted unless it simplifies to a
+    # constant difference other than 0.
+    from ..arith import Analyzer
+
+    diff = Analyzer().simplify(cast(convert(a), "int64") - cast(convert(b), "int64"))
+    return not isinstance(diff, IntImm) or diff.value == 0
+
+
 class Block(Stmt):
     """A block (``with T.block("name"):``): iteration variables, accessed regions, body.
 
@@ -126,6 +201,8 @@ class Block(Stmt):
         Run before the first iteration of the reduction variables (``with T.init():``).
     alloc_buffers : sequence of Buffer, optional
         Scratch buffers that live as long as the block.
+    match_buffers : sequence of MatchBufferRegion, optional
+        Buffers bound to regions of outer buffers (block-level ``T.match_buffer``).
     annotations : mapping, optional
         ``T.block_attr({...})``.
     """
@@ -136,6 +213,7 @@ class Block(Stmt):
         "body",
         "init",
         "iter_vars",
+        "match_buffers",
         "name_hint",
         "reads",
         "writes",
@@ -148,6 +226,7 @@ class Block(Stmt):
         "body",
         "init",
         "alloc_buffers",
+        "match_buffers",
         "annotations",
     )
     iter_vars: tuple[IterVar, ...]
@@ -157,6 +236,7 @@ class Block(Stmt):
     body: Stmt
     init: Stmt | None
     alloc_buffers: tuple[Buffer, ...]
+    match_buffers: tuple[MatchBufferRegion, ...]
     annotations: dict[str, Any]
 
     def __init__(
@@ -168,6 +248,7 @@ class Block(Stmt):
         body: Stmt,
         init: Stmt | None = None,
         alloc_buffers: Sequence[Buffer] = (),
+        match_buffers: Sequence[MatchBufferRegion] = (),
         annotations: Mapping[str, Any] | None = None,
     ) -> None:
         where = f"Block {name_hint!r}"
@@ -183,6 +264,11 @@ class Block(Stmt):
         for buffer in alloc_buffers:
             if not isinstance(buffer, Buffer):
                 raise VMTypeError(f"{where}: alloc_buffers must be Buffers, got {buffer!r}")
+        for match in match_buffers:
+            if not isinstance(match, MatchBufferRegion):
+                raise VMTypeError(
+                    f"{where}: match_buffers must be MatchBufferRegions, got {match!r}"
+                )
         for name, value in (("body", body), ("init", init)):
             if (value is not None or name == "body") and not isinstance(value, Stmt):
                 raise VMTypeError(f"{where}: {name} must be a Stmt, got {type(value).__name__}")
@@ -194,6 +280,7 @@ class Block(Stmt):
             body=body,
             init=init,
             alloc_buffers=tuple(alloc_buffers),
+            match_buffers=tuple(match_buffers),
             annotations=dict(annotations or {}),
         )
 

@@ -54,12 +54,9 @@ class PrimFunc:
                 raise VMTypeError(
                     f"PrimFunc: parameter {position} must be a Var or a Buffer, got {param!r}"
                 )
+            # A handle without a buffer is opaque (TVM allows it); lower_blocks binds it or
+            # rejects it before a kernel runs.
             is_handle = str(param.dtype) == "handle"
-            if is_handle and param not in mapping:
-                raise VMValueError(
-                    f"PrimFunc: handle parameter {position} ({param.name!r}) has no buffer in "
-                    "buffer_map"
-                )
             if not is_handle and not is_int_dtype(param.dtype):
                 raise VMTypeError(
                     f"PrimFunc: scalar parameter {param.name!r} must be an integer, "

@@ -86,6 +86,8 @@ _INT_FILL = 0x5A
 def run_prim_func(func: PrimFunc, *args: Any) -> None:
     """Run ``func`` on numpy arrays (buffer parameters) and Python ints (scalar parameters).
 
+    A float8 buffer takes a ``uint8`` array of codes or an ml_dtypes array of its type.
+
     Outputs are written into the given arrays, as the compiled kernel would
     (destination-passing style).
 
@@ -159,7 +161,8 @@ def _bind_arguments(func: PrimFunc, args: tuple[Any, ...]) -> Env:
                     f"(array shape {arg.shape})"
                 )
         _check_layout(name, buffer, arg, env)
-        env[buffer.data] = arg
+        # An ml_dtypes float8 array runs on its codes (a view: stores still reach it).
+        env[buffer.data] = arg.view(np.uint8) if buffer.dtype.is_float8 else arg
     return env
 
 
@@ -188,6 +191,8 @@ def _check_array(name: str, buffer: Buffer, arg: Any) -> None:
             f"run_prim_func({name}): buffer {buffer.name!r} is {buffer.ndim}-d but the array "
             f"has shape {arg.shape} ({arg.ndim}-d)"
         )
+    if buffer.dtype.is_float8 and arg.dtype == np.uint8:
+        return  # float8 buffers hold codes (numpy has no float8; see runtime.float8)
     if DataType(arg.dtype) != buffer.dtype:
         raise VMTypeError(
             f"run_prim_func({name}): buffer {buffer.name!r} holds {buffer.dtype} but the array "
@@ -296,6 +301,8 @@ class _Compiler:
 
     def _cast(self, node: Cast) -> ExprFn:
         value_fn, dtype = self.expr(node.value), node.dtype
+        if dtype.is_float8 or node.value.dtype.is_float8:
+            return self._cast_float8(node)
         to_dtype = _numpy_type(dtype, str(node)) if is_float_dtype(dtype) else None
 
         def cast_value(env: Env) -> Any:
@@ -367,11 +374,17 @@ class _Compiler:
 
         return compute
 
+    def _cast_float8(self, node: Cast) -> ExprFn:
+        from .interpreter_float8 import float8_cast
+
+        to_dtype = _numpy_type(node.dtype, str(node)) if is_float_dtype(node.dtype) else None
+        return float8_cast(self.expr(node.value), node, to_dtype, self.error)
+
     def _load(self, node: BufferLoad) -> ExprFn:
         buffer = node.buffer
         indices = self._indices(buffer, node.indices, str(node))
         convert: Callable[[Any], Any] = lambda v: v  # noqa: E731 - floats stay numpy scalars
-        if is_int_dtype(buffer.dtype):
+        if is_int_dtype(buffer.dtype) or buffer.dtype.is_float8:
             convert = int
         elif is_bool_dtype(buffer.dtype):
             convert = bool

@@ -8,10 +8,15 @@ For each ``BlockRealize``:
   (``if vk == 0: init``), as TVM's ``LowerInitBlock`` does; a block without reduction
   variables runs its ``init`` unconditionally;
 * ``alloc_buffers`` become :class:`~relaxvm.ir.tir.stmt.Allocate` around the block's code;
-* a predicate (``T.where``) that is not constant true becomes an ``IfThenElse``.
+* a predicate (``T.where``) that is not constant true becomes an ``IfThenElse``;
+* a block-level ``T.match_buffer`` view is replaced by the region of the buffer it views
+  (:mod:`relaxvm.ir.tir.lower_match_buffer`).
 
-The reads/writes regions are dropped (they are schedule information). The result is the loop
-IR that the interpreter, the schedules and the code generators handle.
+The same pass removes the other declarative forms: a ``DeclBuffer`` aliasing another
+buffer's memory is replaced by that buffer (a ``DeclBuffer`` over a ``T.handle`` parameter
+makes it the parameter's buffer), and ``Let`` expressions are inlined. The reads/writes
+regions are dropped (they are schedule information). The result is the loop IR that the
+interpreter, the schedules and the code generators handle.
 """
 
 from __future__ import annotations
@@ -23,28 +28,76 @@ from ..expr import IntImm, PrimExpr, Var
 from ..expr_functor import substitute as substitute_expr
 from ..op import equal, logical_and
 from .block import Block, BlockRealize, IterVarType
+from .buffer import Buffer
 from .function import PrimFunc
-from .stmt import Allocate, IfThenElse, Stmt, seq
+from .let_expr import has_lets, inline_lets
+from .lower_match_buffer import alias_indices, match_indices, redirect_buffers
+from .stmt import Allocate, DeclBuffer, IfThenElse, Stmt, seq
 from .stmt_functor import StmtMutator, StmtVisitor, substitute
 
-__all__ = ["has_blocks", "lower_blocks", "lower_blocks_stmt"]
+__all__ = [
+    "has_blocks",
+    "lower_blocks",
+    "lower_blocks_stmt",
+    "lower_for_analysis",
+    "opaque_handles",
+]
+
+
+class _Finder(StmtVisitor):
+    """Finds what lowering removes: blocks, ``DeclBuffer`` and ``Let`` expressions."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_stmt(self, stmt: Stmt) -> None:
+        if not self.found:
+            super().visit_stmt(stmt)
+
+    def visit_expr(self, expr: PrimExpr) -> None:
+        if not self.found and has_lets(expr):
+            self.found = True
+
+    def visit_block_realize_(self, stmt: BlockRealize) -> None:
+        self.found = True
+
+    def visit_block_(self, stmt: Block) -> None:
+        self.found = True
+
+    def visit_decl_buffer_(self, stmt: DeclBuffer) -> None:
+        self.found = True
 
 
 def has_blocks(node: PrimFunc | Stmt) -> bool:
-    """Whether ``node`` (a PrimFunc or statement) contains a block."""
+    """Whether ``node`` (a PrimFunc or statement) contains something :func:`lower_blocks`
+    removes: a block, a ``DeclBuffer`` or a ``Let`` expression."""
     stmt = node.body if isinstance(node, PrimFunc) else node
-    found = False
+    finder = _Finder()
+    finder.visit_stmt(stmt)
+    return finder.found
 
-    class _Finder(StmtVisitor):
-        def visit_block_realize_(self, stmt: BlockRealize) -> None:
-            nonlocal found
-            found = True
 
-        def visit_block_(self, stmt: Block) -> None:
-            nonlocal found
-            found = True
+def opaque_handles(func: PrimFunc) -> list[Var]:
+    """The ``T.handle`` parameters of ``func`` bound to no buffer (neither by the buffer map
+    nor by a ``T.decl_buffer(..., data=handle)`` in the body)."""
+    params = [p for p in func.params if str(p.dtype) == "handle" and p not in func.buffer_map]
+    if not params:
+        return []
+    declared = _handle_decls(func.body, set(params))
+    return [p for p in params if p not in declared]
 
-    _Finder().visit_stmt(stmt)
+
+def _handle_decls(body: Stmt, handles: set[Var]) -> dict[Var, Buffer]:
+    """The first ``DeclBuffer`` (pre-order) over each handle in ``handles``."""
+    found: dict[Var, Buffer] = {}
+
+    class _Decls(StmtVisitor):
+        def visit_decl_buffer_(self, stmt: DeclBuffer) -> None:
+            if stmt.buffer.data in handles:
+                found.setdefault(stmt.buffer.data, stmt.buffer)
+            super().visit_decl_buffer_(stmt)
+
+    _Decls().visit_stmt(body)
     return found
 
 
@@ -64,19 +117,22 @@ def lower_blocks(func: Any) -> Any:
     Raises
     ------
     VMTypeError
-        ``func`` is neither a PrimFunc nor a module.
+        ``func`` is neither a PrimFunc nor a module, or a PrimFunc has a ``T.handle``
+        parameter bound to no buffer (a kernel cannot run with an opaque pointer).
     """
     if isinstance(func, PrimFunc):
-        if not has_blocks(func):
-            return func
-        return func.with_body(lower_blocks_stmt(func.body))
+        _check_handles(func)
+        return _lower_func(func)
     from ..relax.module import IRModule  # relax builds on tir, not the reverse
 
     if isinstance(func, IRModule):
+        for value in func.functions.values():
+            if isinstance(value, PrimFunc):
+                _check_handles(value)
         changed = {
-            key: lower_blocks(value)
+            key: lowered
             for key, value in func.functions.items()
-            if isinstance(value, PrimFunc) and has_blocks(value)
+            if isinstance(value, PrimFunc) and (lowered := _lower_func(value)) is not value
         }
         if not changed:
             return func
@@ -91,17 +147,83 @@ def lower_blocks(func: Any) -> Any:
     )
 
 
+def lower_for_analysis(func: PrimFunc) -> PrimFunc:
+    """:func:`lower_blocks` for analyses (the parser's and printer's use-def checks): opaque
+    handle parameters are left as they are."""
+    return _lower_func(func)
+
+
+def _check_handles(func: PrimFunc) -> None:
+    opaque = opaque_handles(func)
+    if opaque:
+        name = opaque[0].name
+        raise VMTypeError(
+            f"prim_func '{func.name}': parameter '{name}' is an opaque T.handle (bound to no "
+            "buffer), so the kernel cannot be run or compiled; bind it with "
+            f"`T.match_buffer({name}, shape, dtype)` or `T.decl_buffer(shape, dtype, "
+            f"data={name})`, or annotate it `{name}: T.Buffer(shape, dtype)`"
+        )
+
+
+def _lower_func(func: PrimFunc) -> PrimFunc:
+    handles = {p for p in func.params if str(p.dtype) == "handle" and p not in func.buffer_map}
+    decls = _handle_decls(func.body, handles) if handles else {}
+    if not has_blocks(func):
+        return func
+    buffer_map = dict(func.buffer_map)
+    # `A = T.decl_buffer(shape, dtype, data=a)` over a T.handle parameter: the parameter's
+    # buffer, as if matched (the kernel is then called with an array for it).
+    buffer_map.update(decls)
+    lowerer = _Lowerer()
+    for buffer in buffer_map.values():
+        lowerer.roots[buffer.data] = buffer
+    body = lowerer.visit_stmt(func.body)
+    if not decls:
+        return func.with_body(body)
+    return PrimFunc(func.params, body, buffer_map, func.attrs)
+
+
 def lower_blocks_stmt(stmt: Stmt) -> Stmt:
     """``stmt`` with every block lowered to loop IR."""
     return _Lowerer().visit_stmt(stmt)
 
 
 class _Lowerer(StmtMutator):
+    def __init__(self) -> None:
+        #: The buffer that owns each data handle (a parameter's or an allocation's): what a
+        #: DeclBuffer aliasing that handle is redirected to.
+        self.roots: dict[Var, Buffer] = {}
+
+    def visit_expr(self, expr: PrimExpr) -> PrimExpr:
+        return inline_lets(expr)
+
+    def _own(self, buffer: Buffer) -> None:
+        self.roots.setdefault(buffer.data, buffer)
+
+    def visit_allocate_(self, stmt: Allocate) -> Stmt:
+        self._own(stmt.buffer)
+        return super().visit_allocate_(stmt)
+
+    def visit_decl_buffer_(self, stmt: DeclBuffer) -> Stmt:
+        buffer = stmt.buffer
+        root = self.roots.get(buffer.data)
+        body = self.visit_stmt(stmt.body)
+        if root is buffer:
+            return body
+        if root is None:
+            raise VMTypeError(
+                f"lower_blocks: decl_buffer {buffer.name!r} declares memory '{buffer.data.name}'"
+                " that no parameter, allocation or buffer in scope provides"
+            )
+        return redirect_buffers(body, {buffer: alias_indices(buffer, root)})
+
     def visit_block_realize_(self, stmt: BlockRealize) -> Stmt:
         block = stmt.block
         vmap: dict[Var, PrimExpr] = {
             item.var: value for item, value in zip(block.iter_vars, stmt.iter_values, strict=True)
         }
+        for buffer in block.alloc_buffers:
+            self._own(buffer)
         body = self.visit_stmt(block.body)
         if block.init is not None:
             init = self.visit_stmt(block.init)
@@ -116,6 +238,10 @@ class _Lowerer(StmtMutator):
                     cond = logical_and(cond, extra)
                 init = IfThenElse(cond, init)
             body = seq(init, body)
+        if block.match_buffers:
+            # Innermost views first, so that a view of a view ends at the outer buffer.
+            for match in reversed(block.match_buffers):
+                body = redirect_buffers(body, {match.buffer: match_indices(match)})
         for buffer in reversed(block.alloc_buffers):
             body = Allocate(buffer, body)
         if vmap:

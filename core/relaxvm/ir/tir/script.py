@@ -40,11 +40,13 @@ from .analysis import undefined_vars
 from .block import Block, BlockRealize
 from .buffer import Buffer
 from .function import PrimFunc
-from .lower_blocks import lower_blocks
+from .let_expr import let_vars
+from .lower_blocks import lower_for_analysis
 from .script_block import print_block
 from .stmt import (
     Allocate,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     ForKind,
@@ -75,6 +77,20 @@ class TirPrinter:
         self.lines: list[str] = []
         #: The loops printed so far by variable (``T.axis.remap`` needs their domains).
         self.loops: dict[Var, For] = {}
+        #: The buffer that owns each data handle, to print ``data=A.data``.
+        self.data_owner: dict[Var, Buffer] = {}
+
+    def define_buffer(self, buffer: Buffer) -> str:
+        """Name ``buffer`` in the current scope; its handle prints as ``name.data``."""
+        self.data_owner.setdefault(buffer.data, buffer)
+        return self.namer.define(buffer, buffer.name)
+
+    def data_text(self, data: Var) -> str:
+        """``A.data`` for a named buffer's handle, else the handle variable's name."""
+        owner = self.data_owner.get(data)
+        if owner is not None and self.namer.get(owner) is not None:
+            return f"{self.namer.name(owner)}.data"
+        return self.namer.name(data)
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, expr: PrimExpr) -> str:
@@ -146,22 +162,30 @@ class TirPrinter:
         elif isinstance(stmt, Allocate):
             self.declare_vars(stmt.buffer.shape, depth)
             decl = f"T.alloc_buffer({self.buffer_args(stmt.buffer)})"
-            if tail:
-                name = self.namer.define(stmt.buffer, stmt.buffer.name)
-                self.lines.append(f"{pad}{name} = {decl}")
-                self.stmt(stmt.body, depth, True)
-            else:
-                self.namer.push()
-                name = self.namer.define(stmt.buffer, stmt.buffer.name)
-                self.lines.append(f"{pad}with {decl} as {name}:")
-                self.stmt(stmt.body, depth + 1, True)
-                self.namer.pop()
+            self._buffer_scope(stmt.buffer, decl, stmt.body, depth, tail)
+        elif isinstance(stmt, DeclBuffer):
+            buffer = stmt.buffer
+            self.declare_vars((*buffer.shape, *buffer.strides, buffer.elem_offset), depth)
+            args = f"{self.buffer_args(buffer)}, data={self.data_text(buffer.data)}"
+            self._buffer_scope(buffer, f"T.decl_buffer({args})", stmt.body, depth, tail)
         elif isinstance(stmt, Evaluate):
             self.lines.append(f"{pad}T.evaluate({self.expr(stmt.value)})")
         elif isinstance(stmt, (Block, BlockRealize)):
             print_block(self, stmt, depth)
         else:
             raise VMTypeError(f"script: cannot print a {type(stmt).__name__}")
+
+    def _buffer_scope(self, buffer: Buffer, decl: str, body: Stmt, depth: int, tail: bool) -> None:
+        # `B = decl` owns the rest of the block; `with decl as B:` when statements follow.
+        pad = INDENT * depth
+        if tail:
+            self.lines.append(f"{pad}{self.define_buffer(buffer)} = {decl}")
+            self.stmt(body, depth, True)
+        else:
+            self.namer.push()
+            self.lines.append(f"{pad}with {decl} as {self.define_buffer(buffer)}:")
+            self.stmt(body, depth + 1, True)
+            self.namer.pop()
 
     def _scoped(self, stmt: Stmt, depth: int) -> None:
         self.namer.push()
@@ -216,7 +240,7 @@ class TirPrinter:
         for param in func.params:
             buffer = func.buffer_map.get(param)
             if buffer is not None and self._inline(buffer):
-                buffer_name = self.namer.define(buffer, buffer.name)
+                buffer_name = self.define_buffer(buffer)
                 params.append(f"{buffer_name}: T.Buffer({self.buffer_args(buffer)})")
             elif buffer is not None:
                 handle = self.namer.define(param, param.name)
@@ -233,12 +257,14 @@ class TirPrinter:
             self.lines.append(f"{pad}{INDENT}T.func_attr({literal(attrs, self.expr)})")
         for handle, buffer in bound_later:
             self.declare_vars((*buffer.shape, *buffer.strides, buffer.elem_offset), depth + 1)
-            buffer_name = self.namer.define(buffer, buffer.name)
+            buffer_name = self.define_buffer(buffer)
             self.lines.append(
                 f"{pad}{INDENT}{buffer_name} = T.match_buffer({handle}, {self.buffer_args(buffer)})"
             )
         # Variables the function uses without defining them: declared, as TVM does.
-        for var in undefined_vars(lower_blocks(func)):  # block iteration vars are defined
+        for var in undefined_vars(lower_for_analysis(func)):  # block iteration vars are defined
+            self.declare_var(var, depth + 1)
+        for var in let_vars(func.body):  # T.Let(..., where={x: v}) needs `x = T.int64()`
             self.declare_var(var, depth + 1)
         self.stmt(func.body, depth + 1, True)
 

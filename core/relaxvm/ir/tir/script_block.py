@@ -7,6 +7,7 @@
         T.writes(C[vi, vj])
         T.block_attr({...})
         X = T.alloc_buffer(...)
+        X_sub = T.match_buffer(A[vi, 0:4], (4,), "float32")
         with T.init():
             C[vi, vj] = T.float32(0.0)
         C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
@@ -61,7 +62,12 @@ def print_block(printer: TirPrinter, stmt: Block | BlockRealize, depth: int) -> 
     for buffer in block.alloc_buffers:
         printer.declare_vars(buffer.shape, depth + 1)
         decl = f"T.alloc_buffer({printer.buffer_args(buffer)})"
-        printer.lines.append(f"{inner}{printer.namer.define(buffer, buffer.name)} = {decl}")
+        printer.lines.append(f"{inner}{printer.define_buffer(buffer)} = {decl}")
+    for match in block.match_buffers:
+        buffer = match.buffer
+        source = _region(printer, match.source)
+        decl = f"T.match_buffer({source}, {printer.buffer_args(buffer)})"
+        printer.lines.append(f"{inner}{printer.define_buffer(buffer)} = {decl}")
     if block.init is not None:
         printer.lines.append(f"{inner}with T.init():")
         printer.namer.push()

@@ -20,6 +20,7 @@ from .buffer import Buffer
 __all__ = [
     "Allocate",
     "BufferStore",
+    "DeclBuffer",
     "Evaluate",
     "For",
     "ForKind",
@@ -269,6 +270,26 @@ class Allocate(Stmt):
                 f"Allocate {buffer.name!r}: an allocated buffer is compact; strides are not allowed"
             )
         self._set(buffer=buffer, body=_stmt(f"Allocate {buffer.name!r} body", body))
+
+
+class DeclBuffer(Stmt):
+    """Declares ``buffer`` over memory that already exists while ``body`` runs (TVM's
+    ``DeclBuffer``, ``B = T.decl_buffer(shape, dtype, data=A.data)``).
+
+    ``buffer.data`` is the handle of another buffer (an alias with its own shape, strides and
+    offset) or a ``T.handle`` parameter. A ``T.decl_buffer`` without ``data`` allocates, and
+    is an :class:`Allocate` (which already declares its buffer).
+    """
+
+    __slots__ = ("body", "buffer")
+    fields = ("buffer", "body")
+    buffer: Buffer
+    body: Stmt
+
+    def __init__(self, buffer: Buffer, body: Stmt) -> None:
+        if not isinstance(buffer, Buffer):
+            raise VMTypeError(f"DeclBuffer: expected a Buffer, got {type(buffer).__name__}")
+        self._set(buffer=buffer, body=_stmt(f"DeclBuffer {buffer.name!r} body", body))
 
 
 class Evaluate(Stmt):

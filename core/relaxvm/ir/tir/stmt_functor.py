@@ -14,8 +14,18 @@ from ...errors import VMTypeError
 from ..expr import PrimExpr, Range, Var
 from ..expr_functor import substitute as substitute_expr
 from ..structural import structural_equal, structural_hash
-from .block import Block, BlockRealize, BufferRegion, IterVar
-from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+from .block import Block, BlockRealize, BufferRegion, IterVar, MatchBufferRegion
+from .stmt import (
+    Allocate,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
 
 __all__ = [
     "StmtMutator",
@@ -62,6 +72,12 @@ class StmtVisitor:
             self.visit_expr(extent)
         self.visit_stmt(stmt.body)
 
+    def visit_decl_buffer_(self, stmt: DeclBuffer) -> None:
+        buffer = stmt.buffer
+        for extent in (*buffer.shape, *buffer.strides, buffer.elem_offset):
+            self.visit_expr(extent)
+        self.visit_stmt(stmt.body)
+
     def visit_evaluate_(self, stmt: Evaluate) -> None:
         self.visit_expr(stmt.value)
 
@@ -80,7 +96,8 @@ class StmtVisitor:
         for item in stmt.iter_vars:
             self.visit_expr(item.dom.min)
             self.visit_expr(item.dom.extent)
-        for region in (*stmt.reads, *stmt.writes):
+        sources = tuple(match.source for match in stmt.match_buffers)
+        for region in (*stmt.reads, *stmt.writes, *sources):
             for rng in region.region:
                 self.visit_expr(rng.min)
                 self.visit_expr(rng.extent)
@@ -98,6 +115,7 @@ _METHOD_NAMES = {
     LetStmt: "visit_let_stmt_",
     IfThenElse: "visit_if_then_else_",
     Allocate: "visit_allocate_",
+    DeclBuffer: "visit_decl_buffer_",
     Evaluate: "visit_evaluate_",
     SeqStmt: "visit_seq_stmt_",
     BlockRealize: "visit_block_realize_",
@@ -166,6 +184,9 @@ class StmtMutator:
     def visit_allocate_(self, stmt: Allocate) -> Stmt:
         return self._rebuild(stmt, body=self.visit_stmt(stmt.body))
 
+    def visit_decl_buffer_(self, stmt: DeclBuffer) -> Stmt:
+        return self._rebuild(stmt, body=self.visit_stmt(stmt.body))
+
     def visit_evaluate_(self, stmt: Evaluate) -> Stmt:
         return self._rebuild(stmt, value=self.visit_expr(stmt.value))
 
@@ -209,9 +230,18 @@ class StmtMutator:
         )
         if all(a is b for a, b in zip(iter_vars, stmt.iter_vars, strict=True)):
             iter_vars = stmt.iter_vars
+        matches = tuple(
+            match
+            if (source := self._region(match.source)) is match.source
+            else MatchBufferRegion(match.buffer, source)
+            for match in stmt.match_buffers
+        )
+        if all(a is b for a, b in zip(matches, stmt.match_buffers, strict=True)):
+            matches = stmt.match_buffers
         return self._rebuild(
             stmt,
             iter_vars=iter_vars,
+            match_buffers=matches,
             reads=self._regions(stmt.reads),
             writes=self._regions(stmt.writes),
             body=self.visit_stmt(stmt.body),

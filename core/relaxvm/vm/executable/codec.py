@@ -149,7 +149,7 @@ def _write_tensor(out: _Writer, value: Tensor, where: str) -> None:
             f"cannot save executable: {where} has {len(value.shape)} dimensions; files hold "
             f"at most {_MAX_TENSOR_NDIM} so that every numpy version can load them"
         )
-    array = np.ascontiguousarray(value.numpy()).astype(element_type, copy=False)
+    array = np.ascontiguousarray(value.numpy_storage()).astype(element_type, copy=False)
     out.put(_U64, TENSOR_MAGIC, "tensor magic")
     out.put(_U64, 0, "reserved")
     out.put(_I32, _DL_CPU, "device_type")

@@ -413,7 +413,7 @@ def _tensor_source(value: Tensor, index: int) -> str:
             f"as_python: constant c[{index}] is a {dtype} tensor, which has no faithful "
             "spelling (numpy cannot hold it)"
         ) from None
-    data = value.numpy().astype(element, copy=False).tobytes().hex()
+    data = value.numpy_storage().astype(element, copy=False).tobytes().hex()
     shape = list(value.shape)
     if len(data) <= _HEX_LINE:
         return f"tensor_from_hex({shape!r}, {str(dtype)!r}, {data!r})"

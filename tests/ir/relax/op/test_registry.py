@@ -39,7 +39,7 @@ def test_unknown_op_suggests_close_names() -> None:
 
 def test_duplicate_registration_is_an_error() -> None:
     with pytest.raises(OpError, match="already registered"):
-        register_op("relax.add", num_inputs=2, infer=lambda call, ctx: TensorStructInfo())
+        register_op("relax.add", num_inputs=2, infer=lambda call, ctx: TensorStructInfo(dtype=None))
 
 
 def test_register_and_override_custom_op() -> None:
@@ -60,7 +60,7 @@ def test_register_and_override_custom_op() -> None:
 
 def test_register_rejects_bad_arity() -> None:
     with pytest.raises(OpError, match="num_inputs must be an int or a"):
-        register_op("test.bad", num_inputs=(3, 1), infer=lambda c, x: TensorStructInfo())
+        register_op("test.bad", num_inputs=(3, 1), infer=lambda c, x: TensorStructInfo(dtype=None))
 
 
 def test_arity_is_checked_before_inference() -> None:

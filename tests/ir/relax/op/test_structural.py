@@ -39,10 +39,14 @@ def test_call_tir_returns_the_declared_output() -> None:
 def test_call_tir_errors() -> None:
     with pytest.raises(OpError, match="relax.call_tir: output 0 must be a tensor"):
         infer(op.call_tir(GlobalVar("k"), [tvar((2,))], ShapeStructInfo([2])))
+    # A single tensor argument becomes a 1-tuple, as TVM's call_tir makes it.
+    single = op.call_tir(GlobalVar("k"), tvar((2,)), TensorStructInfo((2,), "float32"))
+    assert len(single.args[1].fields) == 1
+    bare = Call(single.op, [GlobalVar("k"), tvar((2,))], sinfo_args=[single.sinfo_args[0]])
     with pytest.raises(OpError, match="relax.call_tir: the arguments must be passed as a tuple"):
-        infer(op.call_tir(GlobalVar("k"), tvar((2,)), TensorStructInfo((2,), "float32")))
+        infer(bare)
     bad = Call(
-        op.call_tir(GlobalVar("k"), [tvar((2,))], TensorStructInfo((2,))).op,
+        op.call_tir(GlobalVar("k"), [tvar((2,))], TensorStructInfo((2,), dtype=None)).op,
         [GlobalVar("k"), tvar((2,))],
     )
     with pytest.raises(
@@ -52,7 +56,11 @@ def test_call_tir_errors() -> None:
     with pytest.raises(OpError, match="relax.call_tir: out_sinfo must be a StructInfo"):
         op.call_tir(GlobalVar("k"), [tvar((2,))], "float32")
     with pytest.raises(OpError, match="relax.call_tir: tir_vars must be a shape"):
-        infer(op.call_tir(GlobalVar("k"), [tvar((2,))], TensorStructInfo((2,)), tvar((1,))))
+        infer(
+            op.call_tir(
+                GlobalVar("k"), [tvar((2,))], TensorStructInfo((2,), dtype=None), tvar((1,))
+            )
+        )
 
 
 def test_call_tir_inplace() -> None:

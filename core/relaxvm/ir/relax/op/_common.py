@@ -13,7 +13,7 @@ from .._base import RelaxExpr
 from .._operators import is_number, number_hint
 from ..expr import Call, Op, PrimValue, ShapeExpr
 from ..struct_info import ShapeStructInfo, StructInfo, TensorStructInfo
-from .registry import InferContext, OpError
+from .registry import InferContext, OpError, OpTypeError
 
 Dims = tuple[PrimExpr, ...]
 
@@ -59,11 +59,11 @@ def as_prim_value(name: str, value: Any) -> RelaxExpr:
 def as_int(name: str, param: str, value: Any) -> int:
     """``value`` as a Python int; an OpError naming ``param`` otherwise."""
     if isinstance(value, bool):
-        raise OpError(f"{name}: {param} must be an int, got {value!r}")
+        raise OpTypeError(f"{name}: {param} must be an int, got {value!r}")
     try:
         return operator.index(value)
     except TypeError:
-        raise OpError(f"{name}: {param} must be an int, got {value!r}") from None
+        raise OpTypeError(f"{name}: {param} must be an int, got {value!r}") from None
 
 
 def as_int_tuple(name: str, param: str, value: Any, length: int | None = None) -> tuple[int, ...]:
@@ -71,7 +71,7 @@ def as_int_tuple(name: str, param: str, value: Any, length: int | None = None) -
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,) * (length or 1)
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise OpError(f"{name}: {param} must be an int or a list of ints, got {value!r}")
+        raise OpTypeError(f"{name}: {param} must be an int or a list of ints, got {value!r}")
     return tuple(as_int(name, f"{param}[{i}]", v) for i, v in enumerate(value))
 
 
@@ -168,7 +168,7 @@ def shape_arg_values(ctx: InferContext, call: Call, index: int) -> Dims | None:
     """The extents given by a shape argument (ShapeExpr or shape-typed value), when known."""
     sinfo = ctx.arg_sinfo(call, index)
     if not isinstance(sinfo, ShapeStructInfo):
-        raise ctx.error(f"argument {index} must be a shape, got {sinfo}")
+        raise ctx.type_error(f"argument {index} must be a shape, got {sinfo}")
     return sinfo.values
 
 
@@ -176,7 +176,7 @@ def shape_arg_ndim(ctx: InferContext, call: Call, index: int) -> int:
     """The rank of a shape argument (-1 when unknown)."""
     sinfo = ctx.arg_sinfo(call, index)
     if not isinstance(sinfo, ShapeStructInfo):
-        raise ctx.error(f"argument {index} must be a shape, got {sinfo}")
+        raise ctx.type_error(f"argument {index} must be a shape, got {sinfo}")
     return sinfo.ndim
 
 
@@ -191,7 +191,7 @@ def unify_dtypes(
     for info in infos[1:]:
         if info.dtype != first:
             shapes = " and ".join(f"{dims_text(i)} {i.dtype}" for i in infos)
-            raise ctx.error(f"{what} must have the same dtype, got {shapes}")
+            raise ctx.type_error(f"{what} must have the same dtype, got {shapes}")
     return first
 
 
@@ -221,34 +221,55 @@ def broadcast_dim(ctx: InferContext, a: PrimExpr, b: PrimExpr, describe: str) ->
     return a
 
 
+def broadcast_extent(ctx: InferContext, a: PrimExpr, b: PrimExpr, describe: str) -> PrimExpr | None:
+    """Broadcast two extents as TVM's ``InferBinaryBroadcastShape`` does; None when unknown.
+
+    A literal 1 yields to the other side, and extents the analyzer proves equal keep the
+    first. Two different literals are an error (``describe``). Any other pair (a symbolic
+    extent against a different symbol or a literal other than 1) cannot be decided before
+    run time, so the result shape is unknown rather than guessed.
+    """
+    if is_const(a, 1):
+        return b
+    if is_const(b, 1) or prove_equal(ctx, a, b):
+        return a
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        raise ctx.error(describe)
+    return None
+
+
 def broadcast_shapes(ctx: InferContext, infos: Sequence[TensorStructInfo]) -> Dims | None:
-    """The numpy broadcast of the literal shapes of ``infos``, or None if one is unknown."""
+    """The numpy broadcast of the literal shapes of ``infos``, folded left to right.
+
+    None when a shape is not literal or when a pair of extents cannot be decided statically
+    (see :func:`broadcast_extent`); the caller then falls back to the broadcast rank.
+    """
     shapes = [info.shape_values for info in infos]
     if any(s is None for s in shapes):
         return None
-    ndim = max(len(s) for s in shapes)  # type: ignore[arg-type]
-    result: list[PrimExpr] = []
-    for position in range(1, ndim + 1):
-        current: PrimExpr | None = None
-        current_index = 0
-        for index, shape in enumerate(shapes):
-            assert shape is not None  # checked above; narrows the type
+    result: Dims = shapes[0]  # type: ignore[assignment]
+    for index in range(1, len(shapes)):
+        shape: Dims = shapes[index]  # type: ignore[assignment]
+        folded: list[PrimExpr] = []
+        for position in range(1, max(len(result), len(shape)) + 1):
+            if position > len(result):
+                folded.append(shape[-position])
+                continue
             if position > len(shape):
+                folded.append(result[-position])
                 continue
-            dim = shape[-position]
-            if current is None:
-                current, current_index = dim, index
-                continue
-            axis = ndim - position
+            axis = max(len(result), len(shape)) - position
             describe = (
-                f"operands with shapes {dims_text(infos[current_index])} and "
+                f"operands with shapes {dims_text(infos[index - 1])} and "
                 f"{dims_text(infos[index])} cannot broadcast: dimension {axis} is "
-                f"{current} vs {dim}"
+                f"{result[-position]} vs {shape[-position]}"
             )
-            current = broadcast_dim(ctx, current, dim, describe)
-        assert current is not None
-        result.append(current)
-    return tuple(reversed(result))
+            dim = broadcast_extent(ctx, result[-position], shape[-position], describe)
+            if dim is None:
+                return None
+            folded.append(dim)
+        result = tuple(reversed(folded))
+    return result
 
 
 def broadcast_ndim(infos: Sequence[TensorStructInfo]) -> int:

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ....runtime.device import Device
 from ....runtime.dtype import DataType, DataTypeCode
 from ..expr import Call
 from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
-from ._common import broadcast_ndim, broadcast_shapes, dims_text, same_shape, tensor
+from ._common import broadcast_ndim, broadcast_shapes, dims_text
 from .registry import InferContext
 
 _BOOL = DataType("bool")
@@ -20,7 +23,7 @@ def is_float(dtype: DataType) -> bool:
 def require_bool(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
     """An error naming ``what`` unless its dtype is bool (or unknown)."""
     if info.dtype is not None and info.dtype != _BOOL:
-        raise ctx.error(f"{what} must be bool, got {info.dtype} with shape {dims_text(info)}")
+        raise ctx.type_error(f"{what} must be bool, got {info.dtype} with shape {dims_text(info)}")
 
 
 class ScalarOperand(TensorStructInfo):
@@ -33,28 +36,50 @@ class ScalarOperand(TensorStructInfo):
     __slots__ = ()
 
 
+def _has_target(vdevice: Device | None) -> bool:
+    """True for a vdevice that names where the tensor lives (a VDevice without a target,
+    like no vdevice at all, defers to the other operand)."""
+    return vdevice is not None and getattr(vdevice, "target", True) is not None
+
+
+def binary_vdevice(ctx: InferContext, infos: Sequence[TensorStructInfo]) -> Device | None:
+    """The vdevice of a binary op's result, as TVM's ``InferBinaryArithOpOutVDevice``.
+
+    An operand without a (targeted) vdevice takes the other's; two different vdevices are
+    an error, since the op would have to run on two devices at once.
+    """
+    first, second = (None if isinstance(i, ScalarOperand) else i.vdevice for i in infos)
+    if not _has_target(first):
+        return second
+    if not _has_target(second):
+        return first
+    if first != second:
+        raise ctx.error(f"operands are on different vdevices: {first!r} and {second!r}")
+    return first
+
+
 def broadcast_result(
     ctx: InferContext, infos: list[TensorStructInfo], dtype: DataType | None
 ) -> StructInfo:
-    """The broadcast result of ``infos`` with element type ``dtype``.
+    """The broadcast result of two operands ``infos`` with element type ``dtype``.
 
     Two ``R.Prim`` operands (from :func:`binary_operands`) give ``R.Prim(dtype)``, as in TVM.
+    When a pair of extents cannot be decided statically (``m`` against ``n + 2``) the result
+    has only the broadcast rank, as TVM's ``InferStructInfoBroadcast``.
     """
     if len(infos) == 2 and all(isinstance(info, ScalarOperand) for info in infos):
         if dtype is None:
             raise ctx.error("the operands are scalars of unknown dtype")
         return PrimStructInfo(dtype)
-    # The vdevice comes from a tensor operand: a scalar has none.
-    like = next((i for i in infos if not isinstance(i, ScalarOperand)), infos[0])
+    vdevice = binary_vdevice(ctx, infos)
     shape = broadcast_shapes(ctx, infos)
     if shape is not None:
-        return tensor(shape, dtype, like=like)
-    if len(infos) == 2:
+        return TensorStructInfo(list(shape), dtype, vdevice=vdevice)
+    first, second = infos
+    if first.shape is not None and first.shape is second.shape:
         # x op x with a shape variable: the shape is kept exactly.
-        first, second = infos
-        if first.shape is not None and first.shape is second.shape:
-            return same_shape(first, dtype)
-    return tensor(None, dtype, broadcast_ndim(infos), like=like)
+        return TensorStructInfo(first.shape, dtype, ndim=first.ndim, vdevice=vdevice)
+    return TensorStructInfo(None, dtype, ndim=broadcast_ndim(infos), vdevice=vdevice)
 
 
 def binary_dtype(ctx: InferContext, infos: list[TensorStructInfo]) -> DataType | None:
@@ -68,7 +93,7 @@ def binary_dtype(ctx: InferContext, infos: list[TensorStructInfo]) -> DataType |
             f"R.Prim {i.dtype}" if isinstance(i, ScalarOperand) else f"{dims_text(i)} {i.dtype}"
             for i in infos
         )
-        raise ctx.error(f"operands must have the same dtype, got {shown}")
+        raise ctx.type_error(f"operands must have the same dtype, got {shown}")
     return first
 
 
@@ -85,6 +110,6 @@ def binary_operands(call: Call, ctx: InferContext) -> list[TensorStructInfo]:
         if isinstance(sinfo, PrimStructInfo):
             sinfo = ScalarOperand([1], sinfo.dtype)
         if not isinstance(sinfo, TensorStructInfo):
-            raise ctx.error(f"operand {index} must be a tensor or a scalar, got {sinfo}")
+            raise ctx.type_error(f"operand {index} must be a tensor or a scalar, got {sinfo}")
         infos.append(sinfo)
     return infos

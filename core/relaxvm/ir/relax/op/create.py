@@ -10,7 +10,7 @@ from ....runtime.dtype import DataType, DataTypeCode
 from ...expr import FloatImm, IntImm, PrimExpr
 from ...op import add, cast, floordiv, max_expr, sub
 from .._base import RelaxExpr
-from ..expr import Call
+from ..expr import Call, Var
 from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 from ._common import (
     as_int,
@@ -26,7 +26,7 @@ from ._common import (
     shape_arg_values,
     tensor,
 )
-from .registry import InferContext, OpError, register_op
+from .registry import InferContext, OpError, OpTypeError, register_op
 
 _DTYPE_ATTR = {"dtype": "the element type; None takes it from the input"}
 
@@ -41,17 +41,29 @@ def _scalar_dtype(ctx: InferContext, call: Call, index: int, what: str) -> DataT
     raise ctx.error(f"{what} must be a scalar (PrimValue or 0-d tensor), got {sinfo}")
 
 
-def _shaped(ctx: InferContext, call: Call, dtype: DataType | str | None) -> StructInfo:
+def _shaped(ctx: InferContext, call: Call, dtype: DataType | str | None) -> TensorStructInfo:
     values = shape_arg_values(ctx, call, 0)
+    shape = call.args[0]
+    if isinstance(shape, Var):
+        # As TVM, the result's shape is the shape argument itself, a variable included.
+        return TensorStructInfo(shape, dtype)
     if values is None:
         return tensor(None, dtype, shape_arg_ndim(ctx, call, 0))
     return tensor(values, dtype)
 
 
 def _infer_full(call: Call, ctx: InferContext) -> StructInfo:
+    # As TVM: the fill value is a 0-d tensor (a rank-unknown one is rejected too, since it
+    # may not be a scalar); relaxvm also takes a PrimValue. The result lives where the fill
+    # value does.
+    fill = ctx.arg_sinfo(call, 1)
+    if isinstance(fill, TensorStructInfo) and fill.ndim != 0:
+        raise ctx.error(f"fill_value must be a scalar (a 0-d tensor or PrimValue), got {fill}")
     fill_dtype = _scalar_dtype(ctx, call, 1, "fill_value")
     dtype = ctx.attr(call, "dtype") or fill_dtype
-    return _shaped(ctx, call, dtype)
+    vdevice = fill.vdevice if isinstance(fill, TensorStructInfo) else None
+    result = _shaped(ctx, call, dtype)
+    return TensorStructInfo(result.shape, result.dtype, ndim=result.ndim, vdevice=vdevice)
 
 
 def _infer_zeros_ones(call: Call, ctx: InferContext) -> StructInfo:
@@ -104,7 +116,7 @@ def _int_prim(ctx: InferContext, call: Call, index: int, what: str) -> PrimExpr 
     if not isinstance(sinfo, PrimStructInfo) or (
         sinfo.dtype is not None and sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT)
     ):
-        raise ctx.error(f"{what} must be an integer PrimValue, got {sinfo}")
+        raise ctx.type_error(f"{what} must be an integer PrimValue, got {sinfo}")
     return sinfo.value
 
 
@@ -185,6 +197,12 @@ register_op(
 def full(shape: Any, fill_value: Any, dtype: str | DataType | None = None) -> Call:
     """A tensor of ``shape`` filled with ``fill_value`` (a number, PrimValue or 0-d tensor)."""
     name = "relax.full"
+    if not isinstance(shape, (RelaxExpr, list, tuple)):
+        # As TVM, a bare int or PrimExpr is not a shape (write (n,) for a 1-d one).
+        raise OpTypeError(
+            f"{name}: shape must be a tuple/list of extents or a shape value, got "
+            f"{type(shape).__name__} {shape!r}"
+        )
     args = [as_shape_expr(name, shape), as_prim_value(name, fill_value)]
     return make_call(name, args, {"dtype": dtype_attr(name, dtype)})
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....runtime.device import Device
 from ....runtime.dtype import DataType
 from .._base import RelaxExpr
 from ..expr import Call
-from ..struct_info import PrimStructInfo, StructInfo
-from ._common import as_prim_value, dims_text, dtype_attr, make_call, same_shape, unify_dtypes
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
+from ._common import (
+    as_prim_value,
+    broadcast_ndim,
+    broadcast_shapes,
+    dims_text,
+    dtype_attr,
+    make_call,
+    same_shape,
+    unify_dtypes,
+)
 from ._elementwise_common import (
     binary_dtype,
     binary_operands,
@@ -60,7 +70,7 @@ def _infer_logical(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_float_unary(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
     if info.dtype is not None and not is_float(info.dtype):
-        raise ctx.error(
+        raise ctx.type_error(
             f"x must have a float dtype, got {info.dtype} with shape {dims_text(info)} "
             "(cast it with astype first)"
         )
@@ -95,13 +105,36 @@ def _infer_astype(call: Call, ctx: InferContext) -> StructInfo:
     return same_shape(info, ctx.attr(call, "dtype"))
 
 
+def _where_vdevice(infos: list[TensorStructInfo]) -> Device | None:
+    # As TVM's where: the first vdevice given wins, and a conflicting one drops it.
+    chosen: Device | None = None
+    for info in infos:
+        if info.vdevice is None:
+            continue
+        if chosen is None:
+            chosen = info.vdevice
+        elif getattr(info.vdevice, "target", True) is not None and info.vdevice != chosen:
+            return None
+    return chosen
+
+
 def _infer_where(call: Call, ctx: InferContext) -> StructInfo:
     cond = ctx.tensor_arg(call, 0, "condition")
     x = ctx.tensor_arg(call, 1, "x1")
     y = ctx.tensor_arg(call, 2, "x2")
     require_bool(ctx, cond, "condition")
     dtype = unify_dtypes(ctx, [x, y], "x1 and x2")
-    return broadcast_result(ctx, [cond, x, y], dtype)
+    vdevice = _where_vdevice([cond, x, y])
+    # TVM broadcasts x1 with x2 first, then the condition with that result.
+    values = broadcast_shapes(ctx, [x, y])
+    if values is not None:
+        values = broadcast_shapes(ctx, [cond, TensorStructInfo(list(values), dtype)])
+    if values is not None:
+        return TensorStructInfo(list(values), dtype, vdevice=vdevice)
+    if cond.shape is not None and cond.shape is x.shape and cond.shape is y.shape:
+        # One shape variable shared by all three operands is kept exactly.
+        return TensorStructInfo(cond.shape, dtype, ndim=cond.ndim, vdevice=vdevice)
+    return TensorStructInfo(None, dtype, ndim=broadcast_ndim([cond, x, y]), vdevice=vdevice)
 
 
 for _name in ARITH_BINARY:

@@ -46,7 +46,7 @@ def _is_integer(dtype: DataType) -> bool:
 def _infer_trig(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
     if info.dtype is not None and not is_float(info.dtype):
-        raise ctx.error(
+        raise ctx.type_error(
             f"x must have a float dtype, got {info.dtype} with shape {dims_text(info)} "
             "(cast it with astype first)"
         )
@@ -68,7 +68,7 @@ def _infer_check(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_bitwise_not(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
     if info.dtype is not None and info.dtype != _BOOL and not _is_integer(info.dtype):
-        raise ctx.error(
+        raise ctx.type_error(
             f"x must have an integer or bool dtype, got {info.dtype} with shape {dims_text(info)}"
         )
     return same_shape(info, info.dtype)
@@ -90,7 +90,7 @@ def _binary_rule(
             }[allowed]
             if not ok:
                 shapes = " and ".join(dims_text(info) for info in infos)
-                raise ctx.error(
+                raise ctx.type_error(
                     f"operands must have {' or '.join(accepts)} dtypes, got {dtype} "
                     f"(shapes {shapes})"
                 )

@@ -1,6 +1,7 @@
 """Image ops (``relax.image.*``): ``resize2d`` with TVM v0.23's signature and attributes.
 
-Supported: NCHW data or any permutation of its axes (NHWC...); the methods ``"nearest_neighbor"``, ``"linear"`` and ``"cubic"``
+Supported: NCHW data or any layout :mod:`.nn_layout` accepts (NHWC, NCHW4c...); the methods
+``"nearest_neighbor"``, ``"linear"`` and ``"cubic"``
 (Keys' cubic convolution with ``cubic_alpha``, optionally excluding outside pixels); every
 coordinate transformation mode of TVM and ONNX: ``"half_pixel"``, ``"align_corners"``,
 ``"asymmetric"``, ``"pytorch_half_pixel"``, ``"tf_half_pixel_for_nn"`` and
@@ -20,14 +21,13 @@ from ..expr import Call
 from ..struct_info import StructInfo
 from ._common import (
     as_shape_expr,
-    dims_text,
     dtype_attr,
     make_call,
     shape_arg_ndim,
     shape_arg_values,
     tensor,
 )
-from .nn_layout import from_canonical, layout_perm, to_canonical
+from .nn_layout import check_ndim, from_canonical, layout_ndim, layout_perm, to_canonical
 from .registry import InferContext, OpError, register_op
 
 __all__ = ["resize2d"]
@@ -46,8 +46,8 @@ ROUNDING_METHODS = ("", "round", "floor", "ceil", "round_prefer_floor", "round_p
 
 def _infer_resize2d(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
-    if data.ndim not in (-1, 4):
-        raise ctx.error(f"data must have rank 4 (NCHW), got shape {dims_text(data)}")
+    perm = layout_perm("relax.image.resize2d", "layout", ctx.attr(call, "layout", "NCHW"), "NCHW")
+    check_ndim(ctx, data, "data", perm, "NCHW")
     size_ndim = shape_arg_ndim(ctx, call, 1)
     if size_ndim not in (-1, 2):
         raise ctx.error(f"size must have 2 entries (height, width), got {size_ndim}")
@@ -64,8 +64,7 @@ def _infer_resize2d(call: Call, ctx: InferContext) -> StructInfo:
     size = shape_arg_values(ctx, call, 1)
     d = data.shape_values
     if d is None or size is None:
-        return tensor(None, dtype, 4, like=data)
-    perm = layout_perm("relax.image.resize2d", "layout", ctx.attr(call, "layout", "NCHW"), "NCHW")
+        return tensor(None, dtype, layout_ndim(perm, "NCHW"), like=data)
     n, c = to_canonical(d, perm)[:2]
     return tensor(from_canonical([n, c, size[0], size[1]], perm), dtype, like=data)
 
@@ -121,7 +120,8 @@ def resize2d(
         ``(start_h, start_w, end_h, end_w)`` as fractions of the image, for
         ``tf_crop_and_resize`` only.
     layout : str
-        ``"NCHW"`` or a permutation of its axes (``"NHWC"``): the data and the result.
+        ``"NCHW"``, a permutation of its axes (``"NHWC"``) or a packed layout
+        (``"NCHW4c"``): the data and the result.
     method : {"nearest_neighbor", "linear", "cubic"}
         ``"cubic"`` weighs the 4 x 4 neighbours with Keys' cubic kernel of parameter
         ``cubic_alpha`` (indices clamped into the image).
@@ -152,7 +152,7 @@ def resize2d(
         A ``relax.image.resize2d`` call of shape ``(N, C, height, width)``.
     """
     name = "relax.image.resize2d"
-    layout_perm(name, "layout", layout, "NCHW")  # any permutation of NCHW (NHWC...)
+    layout_perm(name, "layout", layout, "NCHW")  # NCHW permuted or packed (NHWC, NCHW4c...)
     method = _choice(name, "method", method, METHODS)
     mode = _choice(
         name, "coordinate_transformation_mode", coordinate_transformation_mode, COORDINATE_MODES

@@ -45,7 +45,7 @@ def _int_indices(ctx: InferContext, indices: TensorStructInfo) -> None:
         DataTypeCode.INT,
         DataTypeCode.UINT,
     ):
-        raise ctx.error(f"indices must have an integer dtype, got {indices.dtype}")
+        raise ctx.type_error(f"indices must have an integer dtype, got {indices.dtype}")
 
 
 def _prove_greater(ctx: InferContext, a: PrimExpr, b: PrimExpr) -> bool:
@@ -352,7 +352,7 @@ def _infer_one_hot(call: Call, ctx: InferContext) -> StructInfo:
         values.append(sinfo)
     on, off = values
     if on.dtype is not None and off.dtype is not None and on.dtype != off.dtype:
-        raise ctx.error(
+        raise ctx.type_error(
             f"on_value and off_value must have the same dtype, got {on.dtype} and {off.dtype}"
         )
     depth = ctx.attr(call, "depth")

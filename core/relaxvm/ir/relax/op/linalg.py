@@ -10,7 +10,7 @@ from ..expr import Call
 from ..struct_info import StructInfo, TensorStructInfo
 from ._common import (
     Dims,
-    broadcast_dim,
+    broadcast_extent,
     broadcast_shapes,
     dims_text,
     dtype_attr,
@@ -38,8 +38,11 @@ def _matmul_shape(
     a_dims: Dims,
     b_dims: Dims,
     b_text: str,
-) -> list[PrimExpr]:
-    """The result extents of ``a_dims @ b_dims`` (numpy rules); ``b_text`` names b's shape."""
+) -> list[PrimExpr] | None:
+    """The result extents of ``a_dims @ b_dims`` (numpy rules); ``b_text`` names b's shape.
+
+    None when two batch extents cannot be decided statically (only the rank is known then).
+    """
     if not a_dims or not b_dims:
         raise ctx.error(f"operands must have rank >= 1, got shapes {dims_text(a)} and {b_text}")
     a_vec, b_vec = len(a_dims) == 1, len(b_dims) == 1
@@ -61,15 +64,16 @@ def _matmul_shape(
         if da is None or db is None:
             batch.append(da if db is None else db)  # type: ignore[arg-type]
             continue
-        batch.append(
-            broadcast_dim(
-                ctx,
-                da,
-                db,
-                f"operands with shapes {dims_text(a)} and {b_text} have batch dimensions "
-                f"that cannot broadcast: {da} vs {db}",
-            )
+        dim = broadcast_extent(
+            ctx,
+            da,
+            db,
+            f"operands with shapes {dims_text(a)} and {b_text} have batch dimensions "
+            f"that cannot broadcast: {da} vs {db}",
         )
+        if dim is None:
+            return None
+        batch.append(dim)
     out = batch
     if not a_vec:
         out.append(a_dims[-2])
@@ -96,7 +100,10 @@ def _infer_matmul(call: Call, ctx: InferContext) -> StructInfo:
     a_dims, b_dims = a.shape_values, b.shape_values
     if a_dims is None or b_dims is None:
         return tensor(None, dtype, _matmul_ndim(a.ndim, b.ndim), like=a)
-    return tensor(_matmul_shape(ctx, a, b, a_dims, b_dims, dims_text(b)), dtype, like=a)
+    out = _matmul_shape(ctx, a, b, a_dims, b_dims, dims_text(b))
+    if out is None:
+        return tensor(None, dtype, _matmul_ndim(a.ndim, b.ndim), like=a)
+    return tensor(out, dtype, like=a)
 
 
 def _infer_linear(call: Call, ctx: InferContext) -> StructInfo:
@@ -122,6 +129,9 @@ def _infer_linear(call: Call, ctx: InferContext) -> StructInfo:
     # weight is (N, K): x @ weight.T multiplies by the (K, N) transpose.
     transposed = tuple(reversed(w_dims))
     out = _matmul_shape(ctx, x, w, x_dims, transposed, f"{dims_text(w)} (transposed)")
+    if out is None:
+        # Unreachable in practice (a rank-2 weight has no batch dims), kept for the type.
+        return tensor(None, dtype, _matmul_ndim(x.ndim, w.ndim), like=x)
     result = tensor(out, dtype, like=x)
     if bias is None:
         return result

@@ -32,86 +32,9 @@ from ._common import (
     tensor,
 )
 from .registry import InferContext, OpError, register_op
+from .reshape import infer_reshape, reshape, shape_text
 
-
-def _shape_text(values: Sequence[PrimExpr]) -> str:
-    inner = ", ".join(str(v) for v in values)
-    return f"({inner},)" if len(values) == 1 else f"({inner})"
-
-
-# ---- reshape ----------------------------------------------------------------------------------
-def _infer_reshape(call: Call, ctx: InferContext) -> StructInfo:
-    info = ctx.tensor_arg(call, 0, "x")
-    target = shape_arg_values(ctx, call, 1)
-    if target is None:
-        shape_arg = call.args[1]
-        if isinstance(shape_arg, Var):
-            return TensorStructInfo(shape_arg, info.dtype, vdevice=info.vdevice)
-        return tensor(None, info.dtype, shape_arg_ndim(ctx, call, 1), like=info)
-    inferred = [i for i, v in enumerate(target) if is_const(v, -1)]
-    if len(inferred) > 1:
-        raise ctx.error(f"new shape {_shape_text(target)} has more than one -1")
-    for index, value in enumerate(target):
-        if isinstance(value, IntImm) and value.value < -1:
-            raise ctx.error(f"new shape {_shape_text(target)} has a negative extent at {index}")
-    source = info.shape_values
-    if source is None:
-        if inferred:
-            return tensor(None, info.dtype, len(target), like=info)
-        return tensor(target, info.dtype, like=info)
-    total = ctx.analyzer.simplify(product(source))
-    if inferred:
-        others = ctx.analyzer.simplify(
-            product([v for i, v in enumerate(target) if i != inferred[0]])
-        )
-        static = isinstance(total, IntImm) and isinstance(others, IntImm)
-        if static and (others.value == 0 or total.value % others.value):  # type: ignore[attr-defined]
-            raise ctx.error(
-                f"cannot reshape x of shape {dims_text(info)} ({total} elements) to "
-                f"{_shape_text(target)}: {total} is not a multiple of {others}"
-            )
-        resolved = list(target)
-        resolved[inferred[0]] = _missing_extent(
-            ctx, source, [v for i, v in enumerate(target) if i != inferred[0]]
-        )
-        return tensor(resolved, info.dtype, like=info)
-    new_total = ctx.analyzer.simplify(product(target))
-    if not prove_equal(ctx, total, new_total) and prove_not_equal(ctx, total, new_total):
-        raise ctx.error(
-            f"cannot reshape x of shape {dims_text(info)} ({total} elements) to "
-            f"{_shape_text(target)} ({new_total} elements)"
-        )
-    return tensor(target, info.dtype, like=info)
-
-
-def _missing_extent(
-    ctx: InferContext, source: Sequence[PrimExpr], known: Sequence[PrimExpr]
-) -> PrimExpr:
-    """The extent a -1 stands for: ``product(source) // product(known)``.
-
-    Symbolic factors present on both sides cancel first (``(n, 4) -> (n, 2, -1)`` gives 2,
-    not ``n * 4 // (n * 2)``, which the analyzer cannot reduce because n may be 0).
-    """
-    remaining = list(source)
-    leftover: list[PrimExpr] = []
-    for dim in known:
-        match = next((i for i, s in enumerate(remaining) if prove_equal(ctx, s, dim)), None)
-        if match is None:
-            leftover.append(dim)
-        else:
-            del remaining[match]
-    numer = ctx.analyzer.simplify(product(remaining))
-    if not leftover:
-        return numer
-    return ctx.analyzer.simplify(floordiv(numer, product(leftover)))
-
-
-def reshape(x: RelaxExpr, shape: Any) -> Call:
-    """Reshape ``x`` to ``shape`` (a list with at most one -1, a ShapeExpr or a shape Var).
-
-    Unlike TVM's builder, a -1 stays in the call; inference resolves it in the result.
-    """
-    return make_call("relax.reshape", [x, as_shape_expr("relax.reshape", shape)])
+_shape_text = shape_text
 
 
 # ---- axis permutations and rank changes -------------------------------------------------------
@@ -207,18 +130,18 @@ def flatten(x: RelaxExpr) -> Call:
 def _infer_concat(call: Call, ctx: InferContext) -> StructInfo:
     sinfo = ctx.arg_sinfo(call, 0)
     if not isinstance(sinfo, TupleStructInfo):
-        raise ctx.error(f"the argument must be a tuple of tensors, got {sinfo}")
+        raise ctx.type_error(f"the argument must be a tuple of tensors, got {sinfo}")
     infos: list[TensorStructInfo] = []
     for index, field in enumerate(sinfo.fields):
         if not isinstance(field, TensorStructInfo):
-            raise ctx.error(f"tuple field {index} must be a tensor, got {field}")
+            raise ctx.type_error(f"tuple field {index} must be a tensor, got {field}")
         infos.append(field)
     if not infos:
         raise ctx.error("needs at least one tensor")
     dtypes = {i.dtype for i in infos}
     dtype = None if None in dtypes or len(dtypes) > 1 else infos[0].dtype
     if len(dtypes - {None}) > 1:
-        raise ctx.error(
+        raise ctx.type_error(
             "tensors must have the same dtype, got "
             + ", ".join(f"{dims_text(i)} {i.dtype}" for i in infos)
         )
@@ -383,7 +306,7 @@ def _infer_take(call: Call, ctx: InferContext) -> StructInfo:
         DataTypeCode.INT,
         DataTypeCode.UINT,
     ):
-        raise ctx.error(f"indices must have an integer dtype, got {indices.dtype}")
+        raise ctx.type_error(f"indices must have an integer dtype, got {indices.dtype}")
     axis = ctx.attr(call, "axis")
     if axis is None:
         return TensorStructInfo(indices.shape, info.dtype, ndim=indices.ndim, vdevice=info.vdevice)
@@ -436,7 +359,7 @@ def broadcast_to(x: RelaxExpr, shape: Any) -> Call:
 
 
 def _register() -> None:
-    register_op("relax.reshape", num_inputs=2, infer=_infer_reshape, doc="reshape (one -1)")
+    register_op("relax.reshape", num_inputs=2, infer=infer_reshape, doc="reshape (one -1)")
     register_op(
         "relax.permute_dims",
         num_inputs=1,

@@ -38,7 +38,7 @@ def _int_scalar(ctx: InferContext, call: Call, index: int, what: str) -> PrimExp
     if not isinstance(sinfo, PrimStructInfo) or (
         sinfo.dtype is not None and sinfo.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT)
     ):
-        raise ctx.error(f"{what} must be an integer PrimValue, got {sinfo}")
+        raise ctx.type_error(f"{what} must be an integer PrimValue, got {sinfo}")
     return sinfo.value
 
 
@@ -46,11 +46,11 @@ def _tuple_tensors(ctx: InferContext, call: Call) -> list[TensorStructInfo]:
     """The tensor fields of a tuple argument (argument 0); an error for anything else."""
     sinfo = ctx.arg_sinfo(call, 0)
     if not isinstance(sinfo, TupleStructInfo):
-        raise ctx.error(f"the argument must be a tuple of tensors, got {sinfo}")
+        raise ctx.type_error(f"the argument must be a tuple of tensors, got {sinfo}")
     infos: list[TensorStructInfo] = []
     for index, field in enumerate(sinfo.fields):
         if not isinstance(field, TensorStructInfo):
-            raise ctx.error(f"tuple field {index} must be a tensor, got {field}")
+            raise ctx.type_error(f"tuple field {index} must be a tensor, got {field}")
         infos.append(field)
     if not infos:
         raise ctx.error("needs at least one tensor")
@@ -159,7 +159,7 @@ def repeat(data: RelaxExpr, repeats: int, axis: int | None = None) -> Call:
 def _common_dtype(ctx: InferContext, infos: Sequence[TensorStructInfo]) -> Any:
     dtypes = {i.dtype for i in infos}
     if len(dtypes - {None}) > 1:
-        raise ctx.error(
+        raise ctx.type_error(
             "tensors must have the same dtype, got "
             + ", ".join(f"{dims_text(i)} {i.dtype}" for i in infos)
         )

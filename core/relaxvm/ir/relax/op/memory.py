@@ -100,7 +100,7 @@ def _check_prim(ctx: InferContext, call: Call, index: int, param: str) -> None:
 def _check_shape(ctx: InferContext, call: Call, index: int, param: str) -> ShapeStructInfo:
     sinfo = ctx.arg_sinfo(call, index)
     if not isinstance(sinfo, ShapeStructInfo):
-        raise ctx.error(f"{param} (argument {index}) must be a shape, got {sinfo}")
+        raise ctx.type_error(f"{param} (argument {index}) must be a shape, got {sinfo}")
     return sinfo
 
 
@@ -159,11 +159,11 @@ def _infer_kill(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_call_tir_dyn(call: Call, ctx: InferContext) -> StructInfo:
     args = ctx.arg_sinfo(call, 1)
     if not isinstance(args, TupleStructInfo) or not args.fields:
-        raise ctx.error(
+        raise ctx.type_error(
             f"args must be a tuple ending with the shape of symbolic values, got {args}"
         )
     if not isinstance(args.fields[-1], ShapeStructInfo):
-        raise ctx.error(f"the last element of args must be a shape, got {args.fields[-1]}")
+        raise ctx.type_error(f"the last element of args must be a shape, got {args.fields[-1]}")
     return _VOID
 
 
@@ -171,7 +171,7 @@ def _infer_call_builtin_with_ctx(call: Call, ctx: InferContext) -> StructInfo:
     if not isinstance(call.args[0], ExternFunc):
         raise ctx.error(f"func must be an ExternFunc, got {type(call.args[0]).__name__}")
     if not isinstance(ctx.arg_sinfo(call, 1), TupleStructInfo):
-        raise ctx.error(f"args must be a tuple, got {ctx.arg_sinfo(call, 1)}")
+        raise ctx.type_error(f"args must be a tuple, got {ctx.arg_sinfo(call, 1)}")
     infos = call.sinfo_args
     if len(infos) == 1:
         return infos[0]

@@ -1,5 +1,6 @@
 """Neural-network ops (``relax.nn.*``): activations, softmax, normalizations, conv2d and
-2-d pooling. Spatial ops use the NCHW data layout and OIHW kernel layout only."""
+2-d pooling. Spatial ops take NCHW data and OIHW kernels, or any layout :mod:`.nn_layout`
+accepts (``NHWC``, ``NCHW4c``, ``OIHW4i4o``...)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ from ._common import (
     unify_dtypes,
 )
 from .nn_layout import (
+    check_ndim,
     conv_layout_attrs,
     conv_perms,
     from_canonical,
+    layout_ndim,
     pool_layout_attrs,
     pool_perms,
     to_canonical,
@@ -42,7 +45,7 @@ ACTIVATIONS = ("relu", "gelu", "silu")
 
 def _require_float(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
     if info.dtype is not None and info.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"{what} must have a float dtype, got {info.dtype}")
+        raise ctx.type_error(f"{what} must have a float dtype, got {info.dtype}")
 
 
 def _infer_activation(call: Call, ctx: InferContext) -> StructInfo:
@@ -152,22 +155,17 @@ def _pair(name: str, param: str, value: Any) -> tuple[int, int]:
     return values  # type: ignore[return-value]
 
 
-def _require_rank4(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
-    if info.ndim not in (-1, 4):
-        raise ctx.error(f"{what} must have rank 4 (NCHW/OIHW), got shape {dims_text(info)}")
-
-
 def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
     weight = ctx.tensor_arg(call, 1, "weight")
-    _require_rank4(ctx, data, "data")
-    _require_rank4(ctx, weight, "weight")
+    d_perm, w_perm, out_perm = conv_perms(call, ctx, 2)
+    check_ndim(ctx, data, "data", d_perm, "NCHW")
+    check_ndim(ctx, weight, "weight", w_perm, "OIHW")
     out_dtype = ctx.attr(call, "out_dtype")
     dtype = DataType(out_dtype) if out_dtype else unify_dtypes(ctx, [data, weight])
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
-        return tensor(None, dtype, 4, like=data)
-    d_perm, w_perm, out_perm = conv_perms(call, ctx, 2)
+        return tensor(None, dtype, layout_ndim(out_perm, "NCHW"), like=data)
     d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     expected_in = ctx.analyzer.simplify(mul(w[1], groups))
@@ -197,11 +195,11 @@ def _infer_conv2d(call: Call, ctx: InferContext) -> StructInfo:
 
 def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
-    _require_rank4(ctx, data, "data")
+    d_perm, out_perm = pool_perms(call, ctx, 2)
+    check_ndim(ctx, data, "data", d_perm, "NCHW")
     d = data.shape_values
     if d is None:
-        return tensor(None, data.dtype, 4, like=data)
-    d_perm, out_perm = pool_perms(call, ctx, 2)
+        return tensor(None, data.dtype, layout_ndim(out_perm, "NCHW"), like=data)
     d = tuple(to_canonical(d, d_perm))
     kh, kw = ctx.attr(call, "pool_size", (1, 1))
     sh, sw = ctx.attr(call, "strides", (1, 1))
@@ -221,12 +219,12 @@ def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
 
 def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
-    _require_rank4(ctx, data, "data")
+    d_perm, out_perm = pool_perms(call, ctx, 2)
+    check_ndim(ctx, data, "data", d_perm, "NCHW")
     output_size = ctx.attr(call, "output_size")
     d = data.shape_values
     if d is None:
-        return tensor(None, data.dtype, 4, like=data)
-    d_perm, out_perm = pool_perms(call, ctx, 2)
+        return tensor(None, data.dtype, layout_ndim(out_perm, "NCHW"), like=data)
     d = tuple(to_canonical(d, d_perm))
     size = d[2:] if output_size is None else [IntImm(output_size[0]), IntImm(output_size[1])]
     return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)

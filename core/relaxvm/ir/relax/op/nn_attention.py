@@ -50,7 +50,7 @@ def _infer_attention(call: Call, ctx: InferContext) -> StructInfo:
             )
     dtype = unify_dtypes(ctx, infos, "query, key, value" + (" and bias" if len(infos) > 3 else ""))
     if dtype is not None and dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"query, key and value must have a float dtype, got {dtype}")
+        raise ctx.type_error(f"query, key and value must have a float dtype, got {dtype}")
     qs, ks, vs = q.shape_values, k.shape_values, v.shape_values
     if qs is None or ks is None or vs is None:
         return tensor(None, dtype, 4, like=q)
@@ -169,10 +169,10 @@ def _infer_attention_var_len(call: Call, ctx: InferContext) -> StructInfo:
         if info.ndim not in (-1, 1):
             raise ctx.error(f"{name} must have rank 1 (batch + 1,), got shape {dims_text(info)}")
         if info.dtype is not None and info.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT):
-            raise ctx.error(f"{name} must have an integer dtype, got {info.dtype}")
+            raise ctx.type_error(f"{name} must have an integer dtype, got {info.dtype}")
     dtype = unify_dtypes(ctx, [q, k, v], "queries, keys and values")
     if dtype is not None and dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"queries, keys and values must have a float dtype, got {dtype}")
+        raise ctx.type_error(f"queries, keys and values must have a float dtype, got {dtype}")
     qs, ks, vs = q.shape_values, k.shape_values, v.shape_values
     if qs is None or ks is None or vs is None:
         return tensor(None, dtype, 4, like=q)

@@ -2,7 +2,8 @@
 ``adaptive_avg_pool1d``) with TVM v0.23's signatures and attribute names, and the attribute
 and shape helpers the transposed convolutions (:mod:`.nn_conv_transpose`) share.
 
-Only the channel-first layouts are supported (NCW data, OIW weight). Helpers take ``rank``,
+NCW data and OIW weight are canonical; any layout :mod:`.nn_layout` accepts (a permutation,
+maybe packed: ``NWC``, ``NCW4c``) is inferred on the canonical view. Helpers take ``rank``,
 the number of spatial axes.
 """
 
@@ -29,9 +30,11 @@ from ._common import (
     unify_dtypes,
 )
 from .nn_layout import (
+    check_ndim,
     conv_layout_attrs,
     conv_perms,
     from_canonical,
+    layout_ndim,
     pool_layout_attrs,
     pool_perms,
     to_canonical,
@@ -97,14 +100,6 @@ def _window_out(
     return add(floordiv(numer, stride), 1)
 
 
-def _require_rank(ctx: InferContext, info: TensorStructInfo, what: str, rank: int) -> None:
-    if info.ndim not in (-1, rank + 2):
-        raise ctx.error(
-            f"{what} must have rank {rank + 2} ({_LAYOUTS[rank]} layout), got shape "
-            f"{dims_text(info)}"
-        )
-
-
 def _check_extents(
     ctx: InferContext, extents: Sequence[PrimExpr], rank: int, what: str, data: TensorStructInfo
 ) -> None:
@@ -143,17 +138,13 @@ def _infer_conv(call: Call, ctx: InferContext) -> StructInfo:
     rank = _spatial_rank(call)
     data = ctx.tensor_arg(call, 0, "data")
     weight = ctx.tensor_arg(call, 1, "weight")
-    _require_rank(ctx, data, "data", rank)
-    if weight.ndim not in (-1, rank + 2):
-        raise ctx.error(
-            f"weight must have rank {rank + 2} (OI{_LAYOUTS[rank][2:]} layout), got shape "
-            f"{dims_text(weight)}"
-        )
+    d_perm, w_perm, out_perm = conv_perms(call, ctx, rank)
+    check_ndim(ctx, data, "data", d_perm, _LAYOUTS[rank])
+    check_ndim(ctx, weight, "weight", w_perm, "OI" + _LAYOUTS[rank][2:])
     dtype = _conv_dtype(call, ctx, data, weight)
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
-        return tensor(None, dtype, rank + 2, like=data)
-    d_perm, w_perm, out_perm = conv_perms(call, ctx, rank)
+        return tensor(None, dtype, layout_ndim(out_perm, _LAYOUTS[rank]), like=data)
     d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     expected = ctx.analyzer.simplify(mul(w[1], groups))
@@ -180,11 +171,11 @@ def _infer_conv(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_pool(call: Call, ctx: InferContext) -> StructInfo:
     rank = _spatial_rank(call)
     data = ctx.tensor_arg(call, 0, "data")
-    _require_rank(ctx, data, "data", rank)
+    d_perm, out_perm = pool_perms(call, ctx, rank)
+    check_ndim(ctx, data, "data", d_perm, _LAYOUTS[rank])
     d = data.shape_values
     if d is None:
-        return tensor(None, data.dtype, rank + 2, like=data)
-    d_perm, out_perm = pool_perms(call, ctx, rank)
+        return tensor(None, data.dtype, layout_ndim(out_perm, _LAYOUTS[rank]), like=data)
     d = tuple(to_canonical(d, d_perm))
     sizes = ctx.attr(call, "pool_size", (1,) * rank)
     strides = ctx.attr(call, "strides", (1,) * rank)
@@ -211,12 +202,12 @@ def _infer_pool(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
     rank = _spatial_rank(call)
     data = ctx.tensor_arg(call, 0, "data")
-    _require_rank(ctx, data, "data", rank)
+    d_perm, out_perm = pool_perms(call, ctx, rank)
+    check_ndim(ctx, data, "data", d_perm, _LAYOUTS[rank])
     output_size = ctx.attr(call, "output_size")
     d = data.shape_values
     if d is None:
-        return tensor(None, data.dtype, rank + 2, like=data)
-    d_perm, out_perm = pool_perms(call, ctx, rank)
+        return tensor(None, data.dtype, layout_ndim(out_perm, _LAYOUTS[rank]), like=data)
     d = tuple(to_canonical(d, d_perm))
     size = d[2:] if output_size is None else tuple(IntImm(v) for v in output_size)
     return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)

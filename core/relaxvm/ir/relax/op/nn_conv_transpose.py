@@ -1,5 +1,6 @@
 """Transposed convolutions (``relax.nn.conv1d_transpose``, ``relax.nn.conv2d_transpose``)
-with TVM v0.23's signatures and attribute names: NCW/IOW and NCHW/IOHW layouts only."""
+with TVM v0.23's signatures and attribute names: NCW/IOW and NCHW/IOHW canonical layouts, or
+any layout :mod:`.nn_layout` accepts (permuted or packed)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ from .nn_conv import (
     _conv_dtype,
     _groups,
     _padding,
-    _require_rank,
     _spatial,
 )
-from .nn_layout import from_canonical, layout_attrs, layout_perm, to_canonical
+from .nn_layout import (
+    check_ndim,
+    from_canonical,
+    layout_attrs,
+    layout_ndim,
+    layout_perm,
+    to_canonical,
+)
 from .registry import InferContext, OpError, register_op
 
 __all__ = ["conv1d_transpose", "conv2d_transpose", "conv3d_transpose"]
@@ -54,17 +61,13 @@ def _infer_conv_transpose(call: Call, ctx: InferContext) -> StructInfo:
     rank = _rank_of(call)
     data = ctx.tensor_arg(call, 0, "data")
     weight = ctx.tensor_arg(call, 1, "weight")
-    _require_rank(ctx, data, "data", rank)
-    if weight.ndim not in (-1, rank + 2):
-        kernel = _kernel_layout(rank)
-        raise ctx.error(
-            f"weight must have rank {rank + 2} ({kernel} layout), got shape {dims_text(weight)}"
-        )
+    d_perm, w_perm, out_perm = _perms(call, ctx, rank)
+    check_ndim(ctx, data, "data", d_perm, _LAYOUTS[rank])
+    check_ndim(ctx, weight, "weight", w_perm, _kernel_layout(rank))
     dtype = _conv_dtype(call, ctx, data, weight)
     d, w = data.shape_values, weight.shape_values
     if d is None or w is None:
-        return tensor(None, dtype, rank + 2, like=data)
-    d_perm, w_perm, out_perm = _perms(call, ctx, rank)
+        return tensor(None, dtype, layout_ndim(out_perm, _LAYOUTS[rank]), like=data)
     d, w = tuple(to_canonical(d, d_perm)), tuple(to_canonical(w, w_perm))
     groups = ctx.attr(call, "groups", 1)
     why = f"weight with shape {dims_text(weight)} (input channels first) expects {w[0]}"

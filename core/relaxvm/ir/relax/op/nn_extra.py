@@ -34,7 +34,7 @@ PAD_MODES = ("constant", "edge", "reflect")
 
 def _require_float(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
     if info.dtype is not None and info.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"{what} must have a float dtype, got {info.dtype}")
+        raise ctx.type_error(f"{what} must have a float dtype, got {info.dtype}")
 
 
 def _as_float(name: str, param: str, value: object) -> float:

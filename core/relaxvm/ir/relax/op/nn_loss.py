@@ -26,7 +26,7 @@ REDUCTIONS = ("mean", "sum", "none")
 
 def _require_float(ctx: InferContext, info: TensorStructInfo, what: str) -> None:
     if info.dtype is not None and info.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"{what} must have a float dtype, got {info.dtype}")
+        raise ctx.type_error(f"{what} must have a float dtype, got {info.dtype}")
 
 
 def _check_extent(
@@ -45,7 +45,7 @@ def _infer_nll_loss(call: Call, ctx: InferContext) -> StructInfo:
         DataTypeCode.INT,
         DataTypeCode.UINT,
     ):
-        raise ctx.error(f"targets must have an integer dtype, got {targets.dtype}")
+        raise ctx.type_error(f"targets must have an integer dtype, got {targets.dtype}")
     dtype = pred.dtype
     if weights is not None:
         dtype = unify_dtypes(ctx, [pred, weights], "predictions and weights")

@@ -32,7 +32,7 @@ def _infer_channel_norm(call: Call, ctx: InferContext) -> StructInfo:
     data = ctx.tensor_arg(call, 0, "data")
     params = [ctx.tensor_arg(call, 1, "gamma"), ctx.tensor_arg(call, 2, "beta")]
     if data.dtype is not None and data.dtype.code not in (DataTypeCode.FLOAT, DataTypeCode.BFLOAT):
-        raise ctx.error(f"data must have a float dtype, got {data.dtype}")
+        raise ctx.type_error(f"data must have a float dtype, got {data.dtype}")
     channels = None
     if data.ndim != -1:
         channel_axis = normalize_axis(

@@ -1,14 +1,18 @@
 """Quantize / dequantize ops: ``quantize`` and ``dequantize`` (TVM v0.23 ``relax.quantize``).
 
 ``quantize(data, scale, zero_point)`` is ``clip(round(data / scale) + zero_point)`` in the range
-of ``out_dtype`` (rounding half to even, as TVM's ``round``); ``dequantize`` is
-``(data - zero_point) * scale``. ``scale`` and ``zero_point`` are scalars (one value for the
-whole tensor) or 1-D tensors with one value per index of ``data``'s ``axis`` (per-channel).
+of an integer ``out_dtype`` (rounding half to even, as TVM's ``round``); for a float8
+``out_dtype`` (``float8_e4m3fn``, ``float8_e5m2``) it is ``clip(data / scale + zero_point)`` to
+the type's finite range, then rounded to the nearest float8 (no integer rounding first, as in
+TVM). ``dequantize`` is ``(data - zero_point) * scale``. ``scale`` and ``zero_point`` are scalars
+(one value for the whole tensor) or 1-D tensors with one value per index of ``data``'s ``axis``
+(per-channel).
 
-Inference: the result has ``data``'s shape and the ``out_dtype``. Errors: a non-float data for
-quantize, a non-integer data for dequantize, an unsupported ``out_dtype``, a non-float scale, a
-non-integer zero point, an axis out of range, a scale or zero point of rank > 1 or whose extent
-is provably different from ``data``'s extent along ``axis``.
+Inference: the result has ``data``'s shape and the ``out_dtype``. Errors: a non-float data
+for quantize (float8 counts as quantized, not float); for dequantize a data that is neither
+an integer, a float8 nor float16/float32 (TVM's list); an unsupported ``out_dtype``; a
+non-float scale; a non-integer zero point; an axis out of range; a scale or zero point of
+rank > 1 or whose extent is provably different from ``data``'s extent along ``axis``.
 """
 
 from __future__ import annotations
@@ -20,19 +24,34 @@ from ..struct_info import StructInfo, TensorStructInfo
 from ._common import as_int, dtype_attr, make_call, normalize_axis, prove_not_equal, same_shape
 from .registry import InferContext, OpError, register_op
 
-__all__ = ["QUANTIZED_DTYPES", "dequantize", "quantize"]
+__all__ = ["FLOAT8_QUANTIZED_DTYPES", "QUANTIZED_DTYPES", "dequantize", "quantize"]
 
 #: The integer dtypes ``quantize`` produces and ``dequantize`` reads.
 QUANTIZED_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
+#: The float8 dtypes ``quantize`` produces and ``dequantize`` reads (as TVM v0.23).
+FLOAT8_QUANTIZED_DTYPES = ("float8_e4m3fn", "float8_e5m2")
 _FLOAT_DTYPES = ("float16", "float32")
 
 
 def _is_float(dtype: DataType | None) -> bool:
-    return dtype is None or str(dtype).startswith(("float", "bfloat"))
+    """float16/32/64 or bfloat16; not float8 (a quantized type here, as in TVM)."""
+    if dtype is None:
+        return True
+    return not dtype.is_float8 and str(dtype).startswith(("float", "bfloat"))
 
 
 def _is_int(dtype: DataType | None) -> bool:
     return dtype is None or str(dtype).startswith(("int", "uint"))
+
+
+def _is_dequantizable(dtype: DataType | None) -> bool:
+    return dtype is None or _is_int(dtype) or dtype.is_float8 or str(dtype) in _FLOAT_DTYPES
+
+
+def _float8_hint(dtype: DataType | None) -> str:
+    if dtype is not None and dtype.is_float8:
+        return " (float8 is a quantized type: dequantize it or astype it to float32 first)"
+    return ""
 
 
 def _check_param(
@@ -58,15 +77,20 @@ def _infer_qdq(call: Call, ctx: InferContext) -> StructInfo:
     scale = ctx.tensor_arg(call, 1, "scale")
     zero_point = ctx.tensor_arg(call, 2, "zero_point")
     out_dtype = ctx.attr(call, "out_dtype")
-    allowed = QUANTIZED_DTYPES if quantize else _FLOAT_DTYPES
+    allowed = QUANTIZED_DTYPES + FLOAT8_QUANTIZED_DTYPES if quantize else _FLOAT_DTYPES
     if str(out_dtype) not in allowed:
         raise ctx.error(f"out_dtype must be one of {', '.join(allowed)}, got {out_dtype!r}")
     if quantize and not _is_float(data.dtype):
-        raise ctx.error(f"data must have a float dtype, got {data.dtype}")
-    if not quantize and not _is_int(data.dtype):
-        raise ctx.error(f"data must have an integer dtype, got {data.dtype}")
+        raise ctx.error(f"data must have a float dtype, got {data.dtype}{_float8_hint(data.dtype)}")
+    if not quantize and not _is_dequantizable(data.dtype):
+        raise ctx.error(
+            "data must have an integer, float8 (float8_e4m3fn, float8_e5m2), float16 or "
+            f"float32 dtype, got {data.dtype}"
+        )
     if not _is_float(scale.dtype):
-        raise ctx.error(f"scale must have a float dtype, got {scale.dtype}")
+        raise ctx.error(
+            f"scale must have a float dtype, got {scale.dtype}{_float8_hint(scale.dtype)}"
+        )
     if not _is_int(zero_point.dtype):
         raise ctx.error(f"zero_point must have an integer dtype, got {zero_point.dtype}")
     axis: int | None = None
@@ -91,7 +115,8 @@ register_op(
     num_inputs=3,
     infer=_infer_qdq,
     attrs=_ATTRS,
-    doc="clip(round(data / scale) + zero_point) in out_dtype's range (round half to even)",
+    doc="clip(round(data / scale) + zero_point) in out_dtype's range (round half to even; "
+    "float8: no integer rounding, clip to the finite range, then round to nearest even)",
 )
 register_op(
     "relax.dequantize",
@@ -129,14 +154,18 @@ def quantize(
     axis : int
         The axis of ``data`` that a 1-D ``scale`` / ``zero_point`` runs along.
     out_dtype : str
-        One of ``int8``, ``uint8``, ``int16``, ``uint16``, ``int32``.
+        One of ``int8``, ``uint8``, ``int16``, ``uint16``, ``int32``, ``float8_e4m3fn``,
+        ``float8_e5m2``.
 
     Returns
     -------
     Call
-        A tensor of ``data``'s shape and ``out_dtype``. Rounding is half to even; values
-        outside ``out_dtype``'s range (infinities included) saturate; a NaN gives an
-        unspecified value, as in TVM.
+        A tensor of ``data``'s shape and ``out_dtype``. Integer types: rounding is half to
+        even; values outside ``out_dtype``'s range (infinities included) saturate; a NaN gives
+        an unspecified value, as in TVM. Float8 types: ``data / scale + zero_point`` (in
+        float32) is clipped to the finite range (+-448 for e4m3fn, +-57344 for e5m2, so
+        infinities saturate too) and rounded to the nearest float8, ties to even; a NaN stays
+        NaN.
     """
     name = "relax.quantize"
     return make_call(name, [data, scale, zero_point], _attrs(name, axis, out_dtype))
@@ -149,12 +178,13 @@ def dequantize(
     axis: int = -1,
     out_dtype: str = "float32",
 ) -> Call:
-    """Dequantize integers: ``(data - zero_point) * scale`` in ``out_dtype``.
+    """Dequantize: ``(data - zero_point) * scale`` in ``out_dtype``.
 
     Parameters
     ----------
     data : RelaxExpr
-        The integer tensor to dequantize.
+        The tensor to dequantize: an integer, float8 (``float8_e4m3fn``, ``float8_e5m2``),
+        float16 or float32 tensor (integers subtract in int64, the others in float32).
     scale : RelaxExpr
         A float scalar, or a 1-D tensor with one scale per index along ``axis``.
     zero_point : RelaxExpr

@@ -49,8 +49,12 @@ def _infer_reduce(call: Call, ctx: InferContext) -> StructInfo:
     reduced = set(range(info.ndim)) if axes is None else set(normalize_axes(ctx, axes, info.ndim))
     values = info.shape_values
     if values is None:
+        # As TVM: a rank-only input still gives a literal shape when every extent of the
+        # result is known: all ones (every axis kept as 1) or the 0-d shape.
+        if keepdims and axes is None:
+            return tensor([IntImm(1)] * info.ndim, dtype, like=info)
         ndim = info.ndim if keepdims else info.ndim - len(reduced)
-        return tensor(None, dtype, ndim, like=info)
+        return tensor([] if ndim == 0 else None, dtype, ndim, like=info)
     out = []
     for index, dim in enumerate(values):
         if index not in reduced:

@@ -24,6 +24,7 @@ __all__ = [
     "InferContext",
     "OpError",
     "OpInfo",
+    "OpTypeError",
     "get_op_info",
     "infer_struct_info",
     "list_ops",
@@ -35,6 +36,16 @@ class OpError(RelaxVMError, ValueError):
     """An operator call is malformed: wrong arguments, attributes, shapes or dtypes.
 
     The message always starts with the op name (``relax.add: ...``).
+    """
+
+
+class OpTypeError(OpError, TypeError):
+    """An operator argument of the wrong kind or dtype (a shape where a tensor is expected, an
+    int tensor for a float-only op, operands whose dtypes differ).
+
+    TVM raises ``TypeError`` there; this class is also an :class:`OpError` (a ``ValueError``),
+    so ``except OpError`` and ``except ValueError`` written against earlier relaxvm versions
+    still catch it.
     """
 
 
@@ -57,6 +68,11 @@ class InferContext:
         """An :class:`OpError` whose message starts with the op name (raise it)."""
         return OpError(f"{self.op_name}: {message}")
 
+    def type_error(self, message: str) -> OpTypeError:
+        """An :class:`OpTypeError` (wrong argument kind or dtype) whose message starts with the
+        op name (raise it)."""
+        return OpTypeError(f"{self.op_name}: {message}")
+
     def arg_sinfo(self, call: Call, index: int) -> StructInfo:
         """The struct info of argument ``index``; an error if it has none yet."""
         arg = call.args[index]
@@ -73,7 +89,7 @@ class InferContext:
         sinfo = self.arg_sinfo(call, index)
         if not isinstance(sinfo, TensorStructInfo):
             name = what or f"argument {index}"
-            raise self.error(f"{name} must be a tensor, got {sinfo}")
+            raise self.type_error(f"{name} must be a tensor, got {sinfo}")
         return sinfo
 
     def attr(self, call: Call, name: str, default: Any = None) -> Any:

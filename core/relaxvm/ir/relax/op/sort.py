@@ -92,18 +92,18 @@ def _infer_topk(call: Call, ctx: InferContext) -> StructInfo:
 def _infer_einsum(call: Call, ctx: InferContext) -> StructInfo:
     sinfo = ctx.arg_sinfo(call, 0)
     if not isinstance(sinfo, TupleStructInfo):
-        raise ctx.error(f"operands must be a tuple of tensors, got {sinfo}")
+        raise ctx.type_error(f"operands must be a tuple of tensors, got {sinfo}")
     infos: list[TensorStructInfo] = []
     for index, field in enumerate(sinfo.fields):
         if not isinstance(field, TensorStructInfo):
-            raise ctx.error(f"operand {index} must be a tensor, got {field}")
+            raise ctx.type_error(f"operand {index} must be a tensor, got {field}")
         infos.append(field)
     if not infos:
         raise ctx.error("operands must hold at least one tensor, got an empty tuple")
     known = {i.dtype for i in infos if i.dtype is not None}
     if len(known) > 1:
         names = ", ".join(sorted(str(d) for d in known))
-        raise ctx.error(f"operands must have the same dtype, got {names}")
+        raise ctx.type_error(f"operands must have the same dtype, got {names}")
     dtype = infos[0].dtype if all(i.dtype is not None for i in infos) else None
     subscripts = ctx.attr(call, "subscripts", "")
     if any(i.ndim == -1 for i in infos):

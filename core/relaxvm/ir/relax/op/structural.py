@@ -11,7 +11,7 @@ from ....runtime.device import Device
 from ....runtime.dtype import DataType, DataTypeCode
 from ...expr import IntImm
 from .._base import RelaxExpr
-from ..expr import Call, ExternFunc, GlobalVar, Tuple
+from ..expr import Call, ExternFunc, GlobalVar, ShapeExpr, Tuple
 from ..struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -42,12 +42,12 @@ def _infer_dps(call: Call, ctx: InferContext) -> StructInfo:
     fields = out.fields if isinstance(out, TupleStructInfo) else (out,)
     for index, field in enumerate(fields):
         if not isinstance(field, TensorStructInfo):
-            raise ctx.error(f"output {index} must be a tensor, got {field}")
+            raise ctx.type_error(f"output {index} must be a tensor, got {field}")
     args = ctx.arg_sinfo(call, 1)
     if not isinstance(args, TupleStructInfo):
         raise ctx.error(f"the arguments must be passed as a tuple, got {args}")
     if len(call.args) == 3 and not isinstance(ctx.arg_sinfo(call, 2), ShapeStructInfo):
-        raise ctx.error(f"tir_vars must be a shape, got {ctx.arg_sinfo(call, 2)}")
+        raise ctx.type_error(f"tir_vars must be a shape, got {ctx.arg_sinfo(call, 2)}")
     if ctx.op_name.endswith("call_tir_inplace"):
         indices = ctx.attr(call, "inplace_indices", ())
         if len(indices) != len(fields):
@@ -83,7 +83,7 @@ def _infer_tensor_to_shape(call: Call, ctx: InferContext) -> StructInfo:
     if info.ndim not in (-1, 1):
         raise ctx.error(f"x must be a 1-d tensor, got shape {dims_text(info)}")
     if info.dtype is not None and info.dtype.code not in (DataTypeCode.INT, DataTypeCode.UINT):
-        raise ctx.error(f"x must have an integer dtype, got {info.dtype}")
+        raise ctx.type_error(f"x must have an integer dtype, got {info.dtype}")
     values = info.shape_values
     if values is not None and isinstance(values[0], IntImm):
         # A static length gives the rank of the shape; its values are only known at run time.
@@ -102,7 +102,7 @@ def _infer_void(call: Call, ctx: InferContext) -> StructInfo:
         else:
             raise ctx.error(f"the condition must be a bool scalar, got {cond}")
         if dtype is not None and dtype != DataType("bool"):
-            raise ctx.error(f"the condition must be bool, got {dtype}")
+            raise ctx.type_error(f"the condition must be bool, got {dtype}")
     return _VOID
 
 
@@ -116,7 +116,7 @@ def _infer_make_closure(call: Call, ctx: InferContext) -> StructInfo:
     if not isinstance(func, FuncStructInfo):
         raise ctx.error(f"the function must be callable, got {func}")
     if not isinstance(bound, TupleStructInfo):
-        raise ctx.error(f"the captured values must be a tuple, got {bound}")
+        raise ctx.type_error(f"the captured values must be a tuple, got {bound}")
     if func.params is None:
         return func
     if len(bound.fields) > len(func.params):
@@ -132,7 +132,7 @@ def _infer_invoke_closure(call: Call, ctx: InferContext) -> StructInfo:
     if not isinstance(closure, (FuncStructInfo, ObjectStructInfo)):
         raise ctx.error(f"the closure must be callable, got {closure}")
     if not isinstance(ctx.arg_sinfo(call, 1), TupleStructInfo):
-        raise ctx.error(f"the arguments must be a tuple, got {ctx.arg_sinfo(call, 1)}")
+        raise ctx.type_error(f"the arguments must be a tuple, got {ctx.arg_sinfo(call, 1)}")
     return _declared(call, ctx)
 
 
@@ -217,17 +217,31 @@ def _out_sinfo(name: str, out_sinfo: Any) -> list[StructInfo]:
 
 
 def _as_tuple(args: RelaxExpr | Sequence[RelaxExpr]) -> RelaxExpr:
-    return args if isinstance(args, RelaxExpr) else Tuple(list(args))
+    if isinstance(args, RelaxExpr):
+        # A single argument (TVM's ``args=x``) becomes ``(x,)``; a tuple value stays as it is.
+        sinfo = args.struct_info
+        if isinstance(args, Tuple) or sinfo is None or isinstance(sinfo, TupleStructInfo):
+            return args
+        return Tuple([args])
+    return Tuple(list(args))
+
+
+def _as_tir_vars(tir_vars: Any) -> RelaxExpr | None:
+    # TVM accepts a list of PrimExprs for ``tir_vars`` and makes it a shape value.
+    if tir_vars is None or isinstance(tir_vars, RelaxExpr):
+        return tir_vars
+    return ShapeExpr(list(tir_vars))
 
 
 def call_tir(
     gvar: GlobalVar,
     args: RelaxExpr | Sequence[RelaxExpr],
     out_sinfo: Any,
-    tir_vars: RelaxExpr | None = None,
+    tir_vars: RelaxExpr | Sequence[Any] | None = None,
 ) -> Call:
     """Call PrimFunc ``gvar`` in destination-passing style; ``out_sinfo`` declares outputs."""
     name = "relax.call_tir"
+    tir_vars = _as_tir_vars(tir_vars)
     call_args = [gvar, _as_tuple(args)] + ([] if tir_vars is None else [tir_vars])
     return make_call(name, call_args, None, _out_sinfo(name, out_sinfo))
 
@@ -237,12 +251,13 @@ def call_tir_inplace(
     args: RelaxExpr | Sequence[RelaxExpr],
     inplace_indices: int | Sequence[int],
     out_sinfo: Any,
-    tir_vars: RelaxExpr | None = None,
+    tir_vars: RelaxExpr | Sequence[Any] | None = None,
 ) -> Call:
     """Like :func:`call_tir`, but output ``i`` is written into argument ``inplace_indices[i]``
     (-1: a fresh tensor)."""
     name = "relax.call_tir_inplace"
     indices = (inplace_indices,) if isinstance(inplace_indices, int) else tuple(inplace_indices)
+    tir_vars = _as_tir_vars(tir_vars)
     call_args = [gvar, _as_tuple(args)] + ([] if tir_vars is None else [tir_vars])
     return make_call(name, call_args, {"inplace_indices": indices}, _out_sinfo(name, out_sinfo))
 

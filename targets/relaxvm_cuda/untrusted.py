@@ -1,0 +1,223 @@
+"""Kernels of a CUDA file nobody vouched for: PTX regenerated from the file's TIR.
+
+A file whose tag does not verify under the user's key (and that the user did not trust
+explicitly) may carry any PTX: it is ignored. The kernels are compiled again by this
+target's code generator from the TIR stored beside them (decoded by the strict codec of
+:mod:`relaxvm_llvm.tir_data`), after :func:`harden_gpu` made that TIR memory-safe the way
+:mod:`relaxvm_llvm.tir_guard` does for the CPU, keeping the GPU launch:
+
+* every buffer index of every load and store goes through ``T.check_index`` against that
+  axis's extent (an out of range index stops the thread and the launch raises
+  :class:`relaxvm.errors.VMIndexError`: no access outside a buffer, shared memory included);
+* loops bound to blocks and threads stay bound (the launch is the kernel's); other loops run
+  serially;
+* buffers must be compact without element offset; scratch must have a constant size of at
+  most :data:`relaxvm_llvm.tir_guard.MAX_SCRATCH_BYTES`, except ``global`` scratch, which
+  may be symbolic (the device heap supplies it and a failed allocation is reported).
+
+The rebuilt kernels' names, symbols, signatures and launch extents must equal the file's
+header, else the file is refused as tampered. Checked indices hide the injective schedule's
+vector form, so rebuilt kernels are slower; exporting the module again signs it with the
+user's key, and later loads use its PTX as is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+
+from relaxvm import security
+from relaxvm.errors import ExecutableFormatError
+from relaxvm.ir import expr_nodes as nodes
+from relaxvm.ir.expr_base import FloatImm, IntImm, PrimExpr, Var
+from relaxvm.ir.tir.buffer import Buffer, BufferLoad
+from relaxvm.ir.tir.function import PrimFunc
+from relaxvm.ir.tir.intrin import Call, check_index
+from relaxvm.ir.tir.stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+from relaxvm_llvm.tir_guard import MAX_SCRATCH_BYTES
+
+from .program import LAUNCH_AXES, PTXProgram
+
+__all__ = ["HOW_TO_TRUST", "UNTRUSTED", "harden_gpu", "rebuild"]
+
+#: Why a file's PTX is not used (the start of the messages refusing such a file).
+UNTRUSTED = (
+    "the PTX is not signed with your key (the file was exported by someone else, or changed "
+    "since), so it is never used"
+)
+#: What the user can do about it.
+HOW_TO_TRUST = (
+    "export the model again on this machine, or, only if you trust whoever wrote the file as "
+    "you trust a program, load it with relaxvm.load_module(path, trust=True) (or set "
+    f"{security.TRUST_ENV}=1)"
+)
+
+# The op a failed check's message names (as the llvm target's hardened kernels do).
+_OP = "untrusted kernel"
+_SCOPES = ("global", "shared", "local")
+
+
+def _refuse(name: str, why: str) -> ExecutableFormatError:
+    return ExecutableFormatError(
+        f"cuda module: kernel {name!r} from the file's TIR cannot be compiled safely: {why}"
+    )
+
+
+class _GPUGuard:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def buffer(self, buffer: Buffer) -> None:
+        if buffer.strides:
+            raise _refuse(self.name, f"buffer {buffer.name!r} has explicit strides")
+        offset = buffer.elem_offset
+        if not (isinstance(offset, IntImm) and offset.value == 0):
+            raise _refuse(self.name, f"buffer {buffer.name!r} has an element offset")
+
+    def indices(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        self.buffer(buffer)
+        return tuple(
+            check_index(self.expr(index), extent, axis, _OP)
+            for axis, (index, extent) in enumerate(zip(indices, buffer.shape, strict=True))
+        )
+
+    def expr(self, e: PrimExpr) -> PrimExpr:
+        if isinstance(e, (Var, IntImm, FloatImm)):
+            return e
+        if isinstance(e, BufferLoad):
+            return BufferLoad(e.buffer, self.indices(e.buffer, e.indices))
+        if isinstance(e, Call):
+            return Call(e.dtype, e.op, [self.expr(a) for a in e.args])
+        if isinstance(e, nodes.Cast):
+            return nodes.Cast(e.dtype, self.expr(e.value))
+        if isinstance(e, (nodes.Not, nodes.Select, nodes.BinaryOpExpr)):
+            return type(e)(*(self.expr(x) for x in e.operands))
+        raise _refuse(self.name, f"unexpected expression {type(e).__name__}")
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, SeqStmt):
+            return SeqStmt([self.stmt(x) for x in s.seq])
+        if isinstance(s, For):
+            lo, extent, body = self.expr(s.min), self.expr(s.extent), self.stmt(s.body)
+            if s.kind == ForKind.THREAD_BINDING:
+                axis = s.thread_binding
+                if axis not in LAUNCH_AXES and axis != "vthread":
+                    raise _refuse(self.name, f"loop bound to unknown thread axis {axis!r}")
+                return For(s.loop_var, lo, extent, s.kind, body, thread_binding=axis)
+            kind = ForKind.UNROLLED if s.kind == ForKind.UNROLLED else ForKind.SERIAL
+            return For(s.loop_var, lo, extent, kind, body)
+        if isinstance(s, BufferStore):
+            indices = self.indices(s.buffer, s.indices)
+            return BufferStore(s.buffer, self.expr(s.value), indices)
+        if isinstance(s, LetStmt):
+            return LetStmt(s.var, self.expr(s.value), self.stmt(s.body))
+        if isinstance(s, IfThenElse):
+            other = None if s.else_case is None else self.stmt(s.else_case)
+            return IfThenElse(self.expr(s.condition), self.stmt(s.then_case), other)
+        if isinstance(s, Allocate):
+            return Allocate(self.scratch(s.buffer), self.stmt(s.body))
+        if isinstance(s, Evaluate):
+            return Evaluate(self.expr(s.value))
+        raise _refuse(self.name, f"unexpected statement {type(s).__name__}")
+
+    def scratch(self, buffer: Buffer) -> Buffer:
+        self.buffer(buffer)
+        if buffer.scope not in _SCOPES:
+            raise _refuse(self.name, f"scratch buffer {buffer.name!r} in scope {buffer.scope!r}")
+        extents = buffer.shape
+        if not all(isinstance(e, IntImm) for e in extents):
+            if buffer.scope != "global":  # the code generator refuses these too
+                raise _refuse(self.name, f"scratch buffer {buffer.name!r} has a symbolic size")
+            return buffer  # from the device heap, sized at run time; failure is reported
+        if any(int(e) < 0 for e in extents):  # type: ignore[call-overload]
+            raise _refuse(self.name, f"scratch buffer {buffer.name!r} has a negative extent")
+        size = math.prod(int(e) for e in extents) * max(1, buffer.dtype.bits // 8)  # type: ignore[call-overload]
+        if size > MAX_SCRATCH_BYTES:
+            raise _refuse(self.name, f"scratch buffer {buffer.name!r} of {size} bytes")
+        return buffer
+
+
+def harden_gpu(funcs: Sequence[tuple[str, PrimFunc]]) -> list[tuple[str, PrimFunc]]:
+    """The kernels with every buffer access checked, launches kept (see the module
+    docstring).
+
+    Raises
+    ------
+    ExecutableFormatError
+        A kernel uses strided or offset buffers, an unknown thread axis, or scratch that is
+        too large or of a symbolic size outside global memory.
+    """
+    out = []
+    for name, func in funcs:
+        guard = _GPUGuard(name)
+        for buffer in func.buffer_map.values():
+            guard.buffer(buffer)
+        try:
+            body = guard.stmt(func.body)
+        except RecursionError:
+            raise _refuse(name, "nested too deeply") from None
+        except ExecutableFormatError:
+            raise
+        except Exception as err:  # a constructor refusing what the checks built: ill-typed TIR
+            raise _refuse(name, f"{type(err).__name__}: {err}") from None
+        out.append((name, func.with_body(body)))
+    return out
+
+
+def rebuild(
+    stored: PTXProgram, tir: Mapping[str, PrimFunc] | None, tir_missing: str | None = None
+) -> tuple[PTXProgram, dict[str, PrimFunc]]:
+    """``stored``'s kernels compiled again from ``tir``, hardened (:func:`harden_gpu`), for
+    ``stored``'s architecture (``stored``'s PTX is never used): the program and the hardened
+    TIR it was compiled from (what the simulated device then runs). ``tir_missing`` says
+    why there is no TIR when ``tir`` is None.
+
+    Raises
+    ------
+    ExecutableFormatError
+        No TIR, a kernel without TIR, TIR that does not compile, or kernels that differ from
+        the header's (names, symbols, signatures, launch extents).
+    """
+    if tir is None:
+        raise ExecutableFormatError(
+            f"cuda module: {UNTRUSTED}, and the file has no TIR to compile the kernels from "
+            f"({tir_missing or 'none stored'}); {HOW_TO_TRUST}"
+        )
+    from .codegen import compile_ptx  # llvmlite loads only when something is compiled
+    from .errors import CUDABuildError
+
+    missing = [k.name for k in stored.kernels if k.name not in tir]
+    if missing:
+        raise ExecutableFormatError(f"cuda module: the file has no TIR for kernel(s) {missing}")
+    funcs = harden_gpu([(k.name, tir[k.name]) for k in stored.kernels])
+    try:
+        program = compile_ptx(funcs, stored.arch)
+    except CUDABuildError as err:
+        raise ExecutableFormatError(
+            f"cuda module: the file's TIR does not compile ({err}); the file's PTX is not "
+            "trusted, so it cannot be used instead"
+        ) from None
+    for old, new in zip(stored.kernels, program.kernels, strict=True):
+        if _plain(old.to_json()) != _plain(new.to_json()):
+            raise ExecutableFormatError(
+                f"cuda module: kernel {old.name!r} compiled from the file's TIR differs from "
+                "the file's header (name, symbol, signature or launch): the file was tampered "
+                "with"
+            )
+    return program, dict(funcs)
+
+
+def _plain(data: object) -> object:
+    """``data`` as JSON reads it back (tuples become lists), for comparison."""
+    return json.loads(json.dumps(data, sort_keys=True))
