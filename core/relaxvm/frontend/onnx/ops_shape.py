@@ -154,7 +154,8 @@ def _reshape_to_empty(
             "both 0 and -1"
         )
     empty = dims is not None and any(
-        isinstance(d, tir.IntImm) and int(d.value) == 0 or d == 0 for d in dims
+        (isinstance(d, tir.IntImm) and int(d.value) == 0) or (isinstance(d, int) and d == 0)
+        for d in dims
     )
     if not empty:
         raise node.unsupported(
