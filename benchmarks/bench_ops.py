@@ -108,6 +108,17 @@ def cases() -> list[Case]:
     def one_hot_inputs(scale: float, rng: np.random.Generator) -> list[np.ndarray]:
         return [rng.integers(0, 1000, size=_rows(scale, 4096)).astype(np.int64)]
 
+    def pair(
+        a: tuple[int, ...], b: tuple[int, ...]
+    ) -> Callable[[float, np.random.Generator], list[np.ndarray]]:
+        def make(scale: float, rng: np.random.Generator) -> list[np.ndarray]:
+            lhs = rng.standard_normal((_rows(scale, a[0]), *a[1:])).astype(f32)
+            # A batched right operand shares the left one's (scaled) batch extent.
+            rows = lhs.shape[0] if len(b) == len(a) == 3 else b[0]
+            return [lhs, rng.standard_normal((rows, *b[1:])).astype(f32)]
+
+        return make
+
     return [
         Case(
             "sort rows 256x4096",
@@ -207,6 +218,24 @@ def cases() -> list[Case]:
             floats(4096, 1024),
             lambda x: op.sin(x),
             np.sin,
+        ),
+        Case(
+            "einsum ij,jk->ik 512",
+            pair((512, 512), (512, 512)),
+            lambda x, y: op.einsum([x, y], "ij,jk->ik"),
+            lambda x, y: x @ y,
+        ),
+        Case(
+            "einsum bij,bjk->bik 16x128",
+            pair((16, 128, 128), (16, 128, 128)),
+            lambda x, y: op.einsum([x, y], "bij,bjk->bik"),
+            lambda x, y: x @ y,
+        ),
+        Case(
+            "einsum bij,bkj->bik 16x128",
+            pair((16, 128, 128), (16, 128, 128)),
+            lambda x, y: op.einsum([x, y], "bij,bkj->bik"),
+            lambda x, y: x @ y.transpose(0, 2, 1),
         ),
         *_math_cases(),
     ]

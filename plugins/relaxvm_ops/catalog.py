@@ -16,6 +16,8 @@ from ._names_math import NAMES as _MATH
 from ._names_nn import NAMES as _NN
 from ._names_shape import NAMES as _SHAPE
 from ._names_sort import NAMES as _SORT
+from ._names_tvm_extra_a import NAMES as _TVM_EXTRA_A
+from ._names_tvm_extra_b import NAMES as _TVM_EXTRA_B
 
 __all__ = ["LEGALIZED_OPS", "lazy_legalization"]
 
@@ -40,7 +42,10 @@ _OTHER = (
 LEGALIZED_OPS: tuple[str, ...] = tuple(
     sorted(
         f"relax.{name}"
-        for name in f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN} {_SORT}".split()
+        for name in (
+            f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN} {_SORT} {_TVM_EXTRA_A} "
+            f"{_TVM_EXTRA_B}"
+        ).split()
     )
 )
 

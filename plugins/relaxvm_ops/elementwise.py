@@ -1,16 +1,16 @@
 """Elementwise legalizations: unary and binary math with numpy broadcasting, comparisons,
 logical ops, clip, astype, where and the activations (relu, gelu, silu); the math family
-(trigonometric functions, checks, remainders, bitwise ops, shifts) is at the end."""
+(trigonometric functions, checks, remainders, bitwise ops, shifts) is at the end. The
+broadcasting kernel they share is :mod:`.elementwise_broadcast` (its helpers are importable
+from here too)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from relaxvm.ir import (
-    FloatImm,
-    IntImm,
     PrimExpr,
     Var,
     cast,
@@ -19,211 +19,31 @@ from relaxvm.ir import (
     logical_not,
     logical_or,
     select,
-    structural_equal,
 )
 from relaxvm.ir import op as sop
 from relaxvm.ir.dtype import is_bool_dtype, is_float_dtype
-from relaxvm.ir.relax import (
-    BlockBuilder,
-    Call,
-    PrimStructInfo,
-    PrimValue,
-    RelaxExpr,
-    TensorStructInfo,
-)
+from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, PrimValue, RelaxExpr
 from relaxvm.ir.tir import intrin as T
-from relaxvm.ir.tir import te
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
-from ._kernel import (
-    LegalizationError,
-    OpPattern,
-    attr,
-    call_te,
-    is_one,
-    legalizes,
-    op_name,
-    out_dtype,
-    out_tensor_sinfo,
-    shape_of,
-    tensor_arg,
+from ._kernel import LegalizationError, OpPattern, attr, legalizes, op_name, out_dtype
+from .elementwise_broadcast import (
+    broadcast_load,
+    broadcast_pattern,
+    cast_to,
+    checked_broadcast,
+    elementwise_kernel,
+    kernel_broadcast_shape,  # noqa: F401 (linalg imports it from here)
+    same_type,
 )
 from .runtime import PRIM_ARITH
 
 __all__ = ["broadcast_load", "cast_to", "checked_broadcast"]
 
-Operand = Any  # a te.Tensor or a scalar PrimExpr (from a PrimValue operand)
-
-
-def cast_to(value: PrimExpr, dtype: DataType) -> PrimExpr:
-    """``value`` as ``dtype``; to bool means ``!= 0`` (as numpy's astype)."""
-    if value.dtype == dtype:
-        return value
-    if is_bool_dtype(dtype):
-        if value.dtype.is_float8:
-            # float8 has no comparisons: test its (exact) float32 value instead.
-            value = cast(value, "float32")
-        return sop.not_equal(value, 0)
-    return cast(value, dtype)
-
-
-def broadcast_load(operand: Operand, out_shape: Sequence[PrimExpr], idx: Sequence[Any]) -> PrimExpr:
-    """``operand`` read at output index ``idx`` under numpy broadcasting.
-
-    Trailing dimensions line up; an input extent of constant 1 reads index 0. A symbolic input
-    extent that is not the output's own expression may still be 1 at run time, so it reads
-    ``0 if extent == 1 else i``.
-    """
-    if not isinstance(operand, te.Tensor):
-        return operand if isinstance(operand, PrimExpr) else sop.convert(operand)
-    offset = len(out_shape) - operand.ndim
-    indices: list[Any] = []
-    for axis, dim in enumerate(operand.shape):
-        out_dim = out_shape[offset + axis]
-        i = idx[offset + axis]
-        if is_one(dim) and not is_one(out_dim):
-            indices.append(0)
-        elif isinstance(dim, IntImm) or structural_equal(dim, out_dim):
-            indices.append(i)
-        else:
-            indices.append(select(sop.equal(dim, 1), IntImm(i.dtype, 0), i))
-    return operand[tuple(indices)]
-
-
-def checked_broadcast(
-    bb: BlockBuilder, arg: RelaxExpr, out_shape: Sequence[PrimExpr], op: str
-) -> RelaxExpr:
-    """``arg``, or ``vm.builtin.check_broadcast(arg, out_shape)`` when one of its extents is
-    neither 1 nor (structurally) the result's own, say ``b`` against ``a``, or ``3`` against a
-    ``broadcast_to`` target ``n``: inference then assumed the two agree (or that the operand's
-    is 1 at run time), which :func:`broadcast_load` relies on, so it is checked at run time."""
-    from relaxvm.ir.relax import ShapeExpr, StringImm
-    from relaxvm.ir.relax.op import call_pure_packed
-
-    values = getattr(arg.struct_info, "shape_values", None)
-    if values is None or _is_prim(arg):
-        return arg
-    offset = len(out_shape) - len(values)
-    unproven = [
-        dim
-        for axis, dim in enumerate(values)
-        if not is_one(dim) and not structural_equal(dim, out_shape[offset + axis])
-    ]
-    if not unproven:
-        return arg
-    check = call_pure_packed(
-        "vm.builtin.check_broadcast",
-        arg,
-        ShapeExpr(list(out_shape)),
-        StringImm(op),
-        sinfo_args=arg.struct_info,
-    )
-    return bb.emit(check)
-
-
-def _elementwise(
-    bb: BlockBuilder,
-    call: Call,
-    name: str,
-    fn: Callable[..., PrimExpr],
-    args: Sequence[RelaxExpr],
-    pattern: OpPattern,
-) -> Call:
-    for index in range(len(args)):
-        if not _is_prim(call.args[index]):
-            tensor_arg(call, index, f"{index}")
-    shape = _out_shape(call)
-    sinfo = call.struct_info
-    assert isinstance(sinfo, TensorStructInfo) and sinfo.dtype is not None  # _out_shape checked
-    dtype = sinfo.dtype
-    args = [checked_broadcast(bb, arg, shape, op_name(call)) for arg in args]
-
-    def kernel(*operands: Operand) -> te.Tensor:
-        def body(*idx: Any) -> PrimExpr:
-            return fn(*(broadcast_load(o, shape, idx) for o in operands))
-
-        return te.compute(shape, lambda *idx: cast_to(body(*idx), dtype), name=f"T_{name}")
-
-    return call_te(bb, kernel, *args, primfunc_name_hint=name, op_pattern=pattern, op=op_name(call))
-
-
-def _out_shape(call: Call) -> list[PrimExpr]:
-    """The result's extents. Inference leaves them unknown (rank only) when two operand
-    extents cannot be decided statically, ``n`` against ``4``, as TVM's; the kernel then
-    takes topi's broadcast of the operand shapes (a static extent wins, two symbols give
-    their max), and :func:`checked_broadcast` checks the operands at run time."""
-    sinfo = call.struct_info
-    operands = [getattr(a.struct_info, "shape_values", None) for a in call.args]
-    if (
-        isinstance(sinfo, TensorStructInfo)
-        and sinfo.shape_values is None
-        and sinfo.ndim != -1
-        and sinfo.dtype is not None
-        and all(v is not None or _is_prim(a) for v, a in zip(operands, call.args, strict=True))
-    ):
-        return kernel_broadcast_shape(op_name(call), [list(v) for v in operands if v is not None])
-    return shape_of(out_tensor_sinfo(call))
-
-
-def kernel_broadcast_shape(op: str, shapes: Sequence[Sequence[PrimExpr]]) -> list[PrimExpr]:
-    """The extents a broadcasting kernel computes, as topi's broadcast: trailing axes line
-    up, 1 gives way, equal extents stay, a literal wins over a symbol (the only value the
-    call can succeed with) and two symbols give their ``max``. Two different literals are a
-    LegalizationError (inference reports them first)."""
-    ndim = max((len(shape) for shape in shapes), default=0)
-    out: list[PrimExpr] = []
-    for position in range(ndim, 0, -1):
-        dims = [shape[-position] for shape in shapes if len(shape) >= position]
-        result = dims[0]
-        for dim in dims[1:]:
-            if is_one(dim) or structural_equal(dim, result):
-                continue
-            if is_one(result):
-                result = dim
-            elif isinstance(result, IntImm) and isinstance(dim, IntImm):
-                raise LegalizationError(f"{op}: extents {result} and {dim} do not broadcast")
-            elif isinstance(dim, IntImm) or not isinstance(result, IntImm):
-                result = dim if isinstance(dim, IntImm) else sop.max_expr(result, dim)
-        out.append(result)
-    return out
-
-
-def _is_prim(arg: RelaxExpr) -> bool:
-    from relaxvm.ir.relax.struct_info import PrimStructInfo
-
-    return isinstance(arg.struct_info, PrimStructInfo)
-
-
-def _pattern(call: Call) -> OpPattern:
-    """ElemWise when every tensor operand has the result's shape, else Broadcast."""
-    out_shape = _out_shape(call)
-    for arg in call.args:
-        sinfo = arg.struct_info
-        if _is_prim(arg):
-            continue
-        values = getattr(sinfo, "shape_values", None)
-        if values is None or len(values) != len(out_shape):
-            return OpPattern.BROADCAST
-        if not all(structural_equal(a, b) for a, b in zip(values, out_shape, strict=True)):
-            return OpPattern.BROADCAST
-    return OpPattern.ELEMWISE
-
-
-def _same_type(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-    # A literal operand takes the other operand's type. Two values of different types only
-    # reach here for a comparison (TVM allows mixed dtypes there): the TIR operators then
-    # promote them as TVM's BinaryOpMatchTypes does (int32 < float32 compares as float32).
-    if a.dtype != b.dtype:
-        if isinstance(a, (IntImm, FloatImm)):
-            return cast_to(a, b.dtype), b
-        if isinstance(b, (IntImm, FloatImm)):
-            return a, cast_to(b, a.dtype)
-    return a, b
-
 
 def _binary(fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable[..., PrimExpr]:
     def apply(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-        return fn(*_same_type(a, b))
+        return fn(*same_type(a, b))
 
     return apply
 
@@ -395,7 +215,7 @@ def _make_binary(name: str) -> None:
         if isinstance(call.struct_info, PrimStructInfo):
             # Both operands are scalars (TVM infers R.Prim): no kernel, a scalar expression.
             return _scalar_binary(bb, call, fn)
-        return _elementwise(bb, call, name, fn, call.args, _pattern(call))
+        return elementwise_kernel(bb, call, name, fn, call.args, broadcast_pattern(call))
 
     legalize.__name__ = f"legalize_{name}"
 
@@ -505,7 +325,7 @@ def _make_unary(op: str, name: str, fn: Callable[[PrimExpr], PrimExpr]) -> None:
         chosen = fn
         if op == "relax.nn.gelu" and attr(call, "approximate", "none") == "tanh":
             chosen = _gelu_tanh
-        return _elementwise(bb, call, name, chosen, call.args[:1], OpPattern.ELEMWISE)
+        return elementwise_kernel(bb, call, name, chosen, call.args[:1], OpPattern.ELEMWISE)
 
     legalize.__name__ = f"legalize_{name}"
 
@@ -524,13 +344,13 @@ def legalize_clip(bb: BlockBuilder, call: Call) -> RelaxExpr:
     def clip(x: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
         return sop.min_expr(sop.max_expr(x, cast_to(lo, dtype)), cast_to(hi, dtype))
 
-    return _elementwise(bb, call, "clip", clip, call.args, OpPattern.ELEMWISE)
+    return elementwise_kernel(bb, call, "clip", clip, call.args, OpPattern.ELEMWISE)
 
 
 @legalizes("relax.astype")
 def legalize_astype(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """An elementwise cast (to bool: ``!= 0``; float to int truncates)."""
-    return _elementwise(bb, call, "astype", lambda x: x, call.args[:1], OpPattern.ELEMWISE)
+    return elementwise_kernel(bb, call, "astype", lambda x: x, call.args[:1], OpPattern.ELEMWISE)
 
 
 @legalizes("relax.where")
@@ -538,6 +358,6 @@ def legalize_where(bb: BlockBuilder, call: Call) -> RelaxExpr:
     """``x1 if condition else x2`` with three-way broadcasting."""
 
     def where(cond: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-        return select(cond, *_same_type(a, b))
+        return select(cond, *same_type(a, b))
 
-    return _elementwise(bb, call, "where", where, call.args, _pattern(call))
+    return elementwise_kernel(bb, call, "where", where, call.args, broadcast_pattern(call))

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     _kernel,
     create,
     datadep,
+    einsum,
     elementwise,
     image,
     indexing,
@@ -22,6 +23,8 @@ from . import (  # noqa: F401
     reduction,
     sort,
     structural,
+    tvm_extra_a,
+    tvm_extra_b,
 )
 
 __all__ = ["all_legalizations"]

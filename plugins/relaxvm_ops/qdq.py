@@ -12,8 +12,8 @@ ties to even (see :mod:`relaxvm.runtime.float8`).
 
 dequantize: ``float32(int64(data) - int64(zero_point)) * float32(scale)`` (int64, so int32
 data minus its zero point cannot wrap), saturated to float16's finite range when
-``out_dtype`` is float16. Float data (float8, float16, float32) subtracts in float32
-instead.
+``out_dtype`` is float16. Float data (float8, float16, float32) or a float16 zero point
+subtracts in float32 instead.
 
 A 1-D ``scale`` / ``zero_point`` is read at the output index along ``axis``; a 0-d one at ``()``.
 """
@@ -130,10 +130,12 @@ def legalize_dequantize(bb: BlockBuilder, call: Call) -> RelaxExpr:
         tensor_arg(call, index, what)
     shape, dtype = shape_of(out_tensor_sinfo(call)), out_dtype(call)
     axis = _axis(call, len(shape))
-    # Integers subtract exactly in int64; float data (float8 included) subtracts in float32,
-    # as TVM.
+    # Integers subtract exactly in int64; float data (float8 included) or a float16 zero
+    # point subtracts in float32, as TVM.
     data_dtype = tensor_arg(call, 0, "data").dtype
-    sub_type = "int64" if data_dtype is not None and is_int_dtype(data_dtype) else "float32"
+    zp_dtype = tensor_arg(call, 2, "zero_point").dtype
+    exact = all(d is not None and is_int_dtype(d) for d in (data_dtype, zp_dtype))
+    sub_type = "int64" if exact else "float32"
 
     def kernel(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor) -> te.Tensor:
         def body(*idx: Any) -> PrimExpr:

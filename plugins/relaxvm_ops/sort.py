@@ -1,5 +1,5 @@
-"""Sorting and einsum legalizations: sort, argsort, topk (TIR kernels, one thread per line)
-and einsum (one TE reduction).
+"""Sorting legalizations: sort, argsort, topk (TIR kernels, one thread per line); einsum is
+in :mod:`.einsum`.
 
 Every line along the axis is sorted independently; the lines run in parallel (one
 ``T.parallel`` loop over the flattened outer dimensions). A line is sorted by the stable merge
@@ -11,37 +11,31 @@ with NaN first, equal keys (and NaNs) in their original order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from relaxvm.ir import IntImm, PrimExpr, Var, cast
 from relaxvm.ir import op as sop
 from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr, TensorStructInfo, TupleStructInfo
-from relaxvm.ir.relax.op.einsum_spec import label_dims, parse_einsum
 from relaxvm.ir.tir import Buffer, BufferStore, ForKind, Stmt, seq, te
-from relaxvm.runtime.dtype import DataType
 
 from ._kernel import (
     LegalizationError,
     OpPattern,
     attr,
-    call_te,
     call_tir_loops,
     known_tensor,
     legalizes,
     op_name,
-    out_tensor_sinfo,
     product,
     shape_of,
     tensor_arg,
-    tuple_fields,
     unravel_index,
 )
 from .sort_kernels import sort_line
 from .sort_tir import I64, Segment, i64, loop
 from .topk_select import SELECT_MAX_K, select_line
 
-__all__ = ["legalize_einsum", "legalize_sort"]
+__all__ = ["legalize_sort"]
 
 
 def _same(extent: PrimExpr, n: PrimExpr) -> bool:
@@ -163,61 +157,3 @@ def _write(
 
         parts.append(loop("t", surplus, zero))
     return seq(*parts)
-
-
-# ---- einsum ---------------------------------------------------------------------------------
-def _einsum_te(
-    operands: Sequence[te.Tensor], subscripts: str, out_shape: Sequence[PrimExpr]
-) -> te.Tensor:
-    shapes = [list(t.shape) for t in operands]
-    spec = parse_einsum(subscripts, [len(s) for s in shapes])
-    dims = label_dims(spec, shapes)
-    extents = dict(zip(spec.output, out_shape, strict=True))
-    for label in spec.reduced:
-        # A broadcast (size 1) extent yields to the others, as numpy broadcasts it.
-        sizes = [d for d in dims[label] if not (isinstance(d, IntImm) and d.value == 1)]
-        extents[label] = sizes[0] if sizes else dims[label][0]
-
-    def body(*idx: Var) -> Any:
-        index: dict[str, Any] = dict(zip(spec.output, idx, strict=True))
-        red = [te.reduce_axis((0, extents[label]), name=f"r_{label}") for label in spec.reduced]
-        index.update((label, rv.var) for label, rv in zip(spec.reduced, red, strict=True))
-        term: PrimExpr | None = None
-        for tensor, labels in zip(operands, spec.inputs, strict=True):
-            at = tuple(
-                i64(0) if isinstance(d, IntImm) and d.value == 1 else index[label]
-                for label, d in zip(labels, tensor.shape, strict=True)
-            )
-            value = cast(tensor[at], "int8") if logical else tensor[at]
-            term = value if term is None else term * value
-        assert term is not None  # inference requires one operand at least
-        if not red:
-            return term
-        # bool: "any" of the "and"s, as numpy's einsum; 0/1 products make max an "any".
-        return te.max(term, axis=red) if logical else te.sum(term, axis=red)
-
-    logical = bool(operands) and operands[0].dtype == DataType("bool")
-    result = te.compute(list(out_shape), body, name="T_einsum")
-    if not logical:
-        return result
-    return te.compute(list(out_shape), lambda *i: sop.not_equal(result[i], 0), name="T_einsum_bool")
-
-
-@legalizes("relax.einsum")
-def legalize_einsum(bb: BlockBuilder, call: Call) -> RelaxExpr:
-    """One TE kernel: the product of the operands at every label assignment, summed over the
-    labels absent from the output (none: a plain product, e.g. an outer product). bool
-    operands give numpy's logical einsum: "or" over the reduced labels of the "and"s."""
-    subscripts = attr(call, "subscripts", "")
-    fields = tuple_fields(bb, call, call.args[0], "operands")
-    for index, field in enumerate(fields):
-        known_tensor(call, field.struct_info, f"operand {index}")
-    out = out_tensor_sinfo(call)
-
-    def kernel(*operands: te.Tensor) -> te.Tensor:
-        return _einsum_te(operands, subscripts, shape_of(out))
-
-    return call_te(
-        bb, kernel, *fields, primfunc_name_hint="einsum",
-        op_pattern=OpPattern.OUT_EWISE_FUSABLE, op=op_name(call),
-    )  # fmt: skip

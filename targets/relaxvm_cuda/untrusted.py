@@ -24,28 +24,15 @@ user's key, and later loads use its PTX as is.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 
 from relaxvm import security
 from relaxvm.errors import ExecutableFormatError
-from relaxvm.ir import expr_nodes as nodes
-from relaxvm.ir.expr_base import FloatImm, IntImm, PrimExpr, Var
-from relaxvm.ir.tir.buffer import Buffer, BufferLoad
+from relaxvm.ir.expr_base import IntImm, PrimExpr
+from relaxvm.ir.tir.buffer import Buffer
 from relaxvm.ir.tir.function import PrimFunc
-from relaxvm.ir.tir.intrin import Call, check_index
-from relaxvm.ir.tir.stmt import (
-    Allocate,
-    BufferStore,
-    Evaluate,
-    For,
-    ForKind,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-)
-from relaxvm_llvm.tir_guard import MAX_SCRATCH_BYTES
+from relaxvm.ir.tir.stmt import For, ForKind, Stmt
+from relaxvm_llvm.tir_guard import TIRGuard, harden
 
 from .program import LAUNCH_AXES, PTXProgram
 
@@ -63,88 +50,36 @@ HOW_TO_TRUST = (
     f"{security.TRUST_ENV}=1)"
 )
 
-# The op a failed check's message names (as the llvm target's hardened kernels do).
-_OP = "untrusted kernel"
 _SCOPES = ("global", "shared", "local")
 
 
-def _refuse(name: str, why: str) -> ExecutableFormatError:
-    return ExecutableFormatError(
-        f"cuda module: kernel {name!r} from the file's TIR cannot be compiled safely: {why}"
-    )
+class _GPUGuard(TIRGuard):
+    """The CPU's checks (:class:`relaxvm_llvm.tir_guard.TIRGuard`), keeping the launch:
+    loops bound to known thread axes stay bound, scratch may live in shared or local memory,
+    and global scratch may be sized at run time."""
 
+    module = "cuda"
 
-class _GPUGuard:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def buffer(self, buffer: Buffer) -> None:
-        if buffer.strides:
-            raise _refuse(self.name, f"buffer {buffer.name!r} has explicit strides")
-        offset = buffer.elem_offset
-        if not (isinstance(offset, IntImm) and offset.value == 0):
-            raise _refuse(self.name, f"buffer {buffer.name!r} has an element offset")
-
-    def indices(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
-        self.buffer(buffer)
-        return tuple(
-            check_index(self.expr(index), extent, axis, _OP)
-            for axis, (index, extent) in enumerate(zip(indices, buffer.shape, strict=True))
-        )
-
-    def expr(self, e: PrimExpr) -> PrimExpr:
-        if isinstance(e, (Var, IntImm, FloatImm)):
-            return e
-        if isinstance(e, BufferLoad):
-            return BufferLoad(e.buffer, self.indices(e.buffer, e.indices))
-        if isinstance(e, Call):
-            return Call(e.dtype, e.op, [self.expr(a) for a in e.args])
-        if isinstance(e, nodes.Cast):
-            return nodes.Cast(e.dtype, self.expr(e.value))
-        if isinstance(e, (nodes.Not, nodes.Select, nodes.BinaryOpExpr)):
-            return type(e)(*(self.expr(x) for x in e.operands))
-        raise _refuse(self.name, f"unexpected expression {type(e).__name__}")
-
-    def stmt(self, s: Stmt) -> Stmt:
-        if isinstance(s, SeqStmt):
-            return SeqStmt([self.stmt(x) for x in s.seq])
-        if isinstance(s, For):
-            lo, extent, body = self.expr(s.min), self.expr(s.extent), self.stmt(s.body)
-            if s.kind == ForKind.THREAD_BINDING:
-                axis = s.thread_binding
-                if axis not in LAUNCH_AXES and axis != "vthread":
-                    raise _refuse(self.name, f"loop bound to unknown thread axis {axis!r}")
-                return For(s.loop_var, lo, extent, s.kind, body, thread_binding=axis)
-            kind = ForKind.UNROLLED if s.kind == ForKind.UNROLLED else ForKind.SERIAL
-            return For(s.loop_var, lo, extent, kind, body)
-        if isinstance(s, BufferStore):
-            indices = self.indices(s.buffer, s.indices)
-            return BufferStore(s.buffer, self.expr(s.value), indices)
-        if isinstance(s, LetStmt):
-            return LetStmt(s.var, self.expr(s.value), self.stmt(s.body))
-        if isinstance(s, IfThenElse):
-            other = None if s.else_case is None else self.stmt(s.else_case)
-            return IfThenElse(self.expr(s.condition), self.stmt(s.then_case), other)
-        if isinstance(s, Allocate):
-            return Allocate(self.scratch(s.buffer), self.stmt(s.body))
-        if isinstance(s, Evaluate):
-            return Evaluate(self.expr(s.value))
-        raise _refuse(self.name, f"unexpected statement {type(s).__name__}")
+    def loop(self, loop: For, lo: PrimExpr, extent: PrimExpr, body: Stmt) -> Stmt:
+        if loop.kind == ForKind.THREAD_BINDING:
+            axis = loop.thread_binding
+            if axis not in LAUNCH_AXES and axis != "vthread":
+                raise self.refuse(f"loop bound to unknown thread axis {axis!r}")
+            return For(loop.loop_var, lo, extent, loop.kind, body, thread_binding=axis)
+        return super().loop(loop, lo, extent, body)
 
     def scratch(self, buffer: Buffer) -> Buffer:
         self.buffer(buffer)
         if buffer.scope not in _SCOPES:
-            raise _refuse(self.name, f"scratch buffer {buffer.name!r} in scope {buffer.scope!r}")
+            raise self.refuse(f"scratch buffer {buffer.name!r} in scope {buffer.scope!r}")
         extents = buffer.shape
         if not all(isinstance(e, IntImm) for e in extents):
             if buffer.scope != "global":  # the code generator refuses these too
-                raise _refuse(self.name, f"scratch buffer {buffer.name!r} has a symbolic size")
+                raise self.refuse(f"scratch buffer {buffer.name!r} has a symbolic size")
             return buffer  # from the device heap, sized at run time; failure is reported
         if any(int(e) < 0 for e in extents):  # type: ignore[call-overload]
-            raise _refuse(self.name, f"scratch buffer {buffer.name!r} has a negative extent")
-        size = math.prod(int(e) for e in extents) * max(1, buffer.dtype.bits // 8)  # type: ignore[call-overload]
-        if size > MAX_SCRATCH_BYTES:
-            raise _refuse(self.name, f"scratch buffer {buffer.name!r} of {size} bytes")
+            raise self.refuse(f"scratch buffer {buffer.name!r} has a negative extent")
+        self.scratch_size(buffer)
         return buffer
 
 
@@ -158,21 +93,7 @@ def harden_gpu(funcs: Sequence[tuple[str, PrimFunc]]) -> list[tuple[str, PrimFun
         A kernel uses strided or offset buffers, an unknown thread axis, or scratch that is
         too large or of a symbolic size outside global memory.
     """
-    out = []
-    for name, func in funcs:
-        guard = _GPUGuard(name)
-        for buffer in func.buffer_map.values():
-            guard.buffer(buffer)
-        try:
-            body = guard.stmt(func.body)
-        except RecursionError:
-            raise _refuse(name, "nested too deeply") from None
-        except ExecutableFormatError:
-            raise
-        except Exception as err:  # a constructor refusing what the checks built: ill-typed TIR
-            raise _refuse(name, f"{type(err).__name__}: {err}") from None
-        out.append((name, func.with_body(body)))
-    return out
+    return harden(funcs, _GPUGuard)
 
 
 def rebuild(

@@ -15,8 +15,6 @@ cast to ``bool`` is true for NaN, and ``if_then_else`` evaluates only the chosen
 
 from __future__ import annotations
 
-from typing import Any
-
 import llvmlite.ir as ir
 
 from relaxvm.ir import (
@@ -31,14 +29,8 @@ from relaxvm.ir import (
     BinaryOpExpr,
     Cast,
     CmpExpr,
-    Div,
     FloatImm,
-    FloorDiv,
-    FloorMod,
     IntImm,
-    Max,
-    Min,
-    Mod,
     Mul,
     Not,
     Or,
@@ -52,8 +44,9 @@ from relaxvm.ir.tir.intrin import CheckIndex
 from relaxvm.ir.tir.intrin import IfThenElse as IfThenElseCall
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
+from .codegen_arith import ArithCodegen
 from .codegen_float8 import cast_float8
-from .codegen_math import emit_math_call, float_max, float_min
+from .codegen_math import emit_math_call
 from .codegen_memory import MemoryCodegen
 from .errors import LLVMBuildError
 from .lltypes import (
@@ -93,8 +86,10 @@ _FLOAT32 = DataType("float32")
 _FLOAT_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
 
 
-class ExprCodegen(MemoryCodegen):
-    """Expression lowering; the statement generator subclasses it and provides the state.
+class ExprCodegen(ArithCodegen, MemoryCodegen):
+    """Expression lowering (arithmetic in :class:`~.codegen_arith.ArithCodegen`, memory
+    accesses in :class:`~.codegen_memory.MemoryCodegen`); the statement generator subclasses
+    it and provides the state.
 
     Required attributes: ``builder`` (ir.IRBuilder), ``module`` (ir.Module), ``env`` (Var ->
     Lane), ``lanes`` (1 outside vectorized loops), ``fastmath`` (flags tuple), ``kernel``
@@ -216,102 +211,6 @@ class ExprCodegen(MemoryCodegen):
             b.stride if b.kind == Lane.RAMP else 0
         )
         return Lane(Lane.RAMP, base, stride)
-
-    def arith(self, op: type, dtype: DataType, x: ir.Value, y: ir.Value) -> ir.Value:
-        """``x op y`` on scalars or vectors of ``dtype``."""
-        b = self.builder
-        if is_float(dtype):
-            flags = self.fastmath
-            if op is Add:
-                return b.fadd(x, y, flags=flags)
-            if op is Sub:
-                return b.fsub(x, y, flags=flags)
-            if op is Mul:
-                return b.fmul(x, y, flags=flags)
-            if op is Div:
-                return b.fdiv(x, y, flags=flags)
-            if op is Mod:
-                return b.frem(x, y)
-            if op is FloorDiv:
-                return self.intrinsic("floor", [b.fdiv(x, y)])
-            if op is FloorMod:
-                rem = b.frem(x, y)
-                zero = ir.Constant(x.type, None)
-                nonzero = b.fcmp_unordered("!=", rem, zero)
-                differ = b.xor(b.fcmp_ordered("<", rem, zero), b.fcmp_ordered("<", y, zero))
-                return b.select(b.and_(nonzero, differ), b.fadd(rem, y), rem)
-            if op is Min:
-                return float_min(b, x, y)
-            if op is Max:
-                return float_max(b, x, y)
-        elif is_int(dtype):
-            signed = is_signed(dtype)
-            # nsw on 64-bit index arithmetic lets LLVM reason about addresses; narrower types
-            # hold data, whose overflow must wrap like the interpreter's stores.
-            flags = ("nsw",) if signed and dtype.bits == 64 else ()
-            if op is Add:
-                return b.add(x, y, flags=flags)
-            if op is Sub:
-                return b.sub(x, y, flags=flags)
-            if op is Mul:
-                return b.mul(x, y, flags=flags)
-            if op in (Div, Mod, FloorDiv, FloorMod):
-                return self._int_division(op, x, y, signed)
-            cmp = b.icmp_signed if signed else b.icmp_unsigned
-            if op is Min:
-                return b.select(cmp("<", y, x), y, x)
-            if op is Max:
-                return b.select(cmp(">", y, x), y, x)
-        raise self.error(f"{op.__name__} is not supported on {dtype}")
-
-    def _int_division(self, op: type, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
-        """Integer division and remainders that never trap.
-
-        Hardware traps on a zero divisor (and on INT_MIN / -1), which would kill the process.
-        Unless the divisor is a safe constant, a zero divisor gives 0 (like numpy) and -1 is
-        computed as a negation (wrapping).
-        """
-        b = self.builder
-        safe = isinstance(y, ir.Constant) and not isinstance(y.type, ir.VectorType)
-        safe = safe and y.constant not in (0, -1, None)
-        if safe:
-            return self._divide(op, x, y, signed)
-        zero, one = ir.Constant(y.type, None), _const_int_like(y, 1)
-        is_zero = b.icmp_unsigned("==", y, zero)
-        if not signed:
-            result = self._divide(op, x, b.select(is_zero, one, y), signed)
-            return b.select(is_zero, ir.Constant(x.type, None), result)
-        is_minus_one = b.icmp_signed("==", y, _const_int_like(y, -1))
-        result = self._divide(op, x, b.select(b.or_(is_zero, is_minus_one), one, y), signed)
-        if op in (Div, FloorDiv):
-            result = b.select(is_minus_one, b.sub(ir.Constant(x.type, None), x), result)
-        else:
-            result = b.select(is_minus_one, ir.Constant(x.type, None), result)
-        return b.select(is_zero, ir.Constant(x.type, None), result)
-
-    def _divide(self, op: type, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
-        b = self.builder
-        if op is Div:
-            return b.sdiv(x, y) if signed else b.udiv(x, y)
-        if op is Mod:
-            return b.srem(x, y) if signed else b.urem(x, y)
-        if op is FloorDiv:
-            if not signed:
-                return b.udiv(x, y)
-            quot, rem = b.sdiv(x, y), b.srem(x, y)
-            return b.sub(quot, b.zext(self._floor_adjust(rem, y), x.type))
-        if not signed:
-            return b.urem(x, y)
-        rem = b.srem(x, y)
-        return b.select(self._floor_adjust(rem, y), b.add(rem, y), rem)
-
-    def _floor_adjust(self, rem: ir.Value, divisor: ir.Value) -> ir.Value:
-        """True where a truncated remainder needs flooring: nonzero, sign unlike the divisor's."""
-        b = self.builder
-        zero = ir.Constant(rem.type, None)
-        nonzero = b.icmp_signed("!=", rem, zero)
-        differ = b.xor(b.icmp_signed("<", rem, zero), b.icmp_signed("<", divisor, zero))
-        return b.and_(nonzero, differ)
 
     def _compare(self, expr: CmpExpr) -> Lane:
         dtype = expr.a.dtype
@@ -509,13 +408,6 @@ def _type_suffix(ty: ir.Type) -> str:
     if isinstance(ty, ir.DoubleType):
         return "f64"
     raise LLVMBuildError(f"llvm target: no intrinsic suffix for type {ty}")
-
-
-def _const_int_like(value: ir.Value, number: int) -> Any:
-    ty = value.type
-    if isinstance(ty, ir.VectorType):
-        return ir.Constant(ty, [number] * ty.count)
-    return ir.Constant(ty, number)
 
 
 def _vector_like(element: ir.Type, value: ir.Value) -> ir.Type:

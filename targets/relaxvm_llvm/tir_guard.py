@@ -38,7 +38,7 @@ from relaxvm.ir.tir.stmt import (
     Stmt,
 )
 
-__all__ = ["MAX_SCRATCH_BYTES", "harden"]
+__all__ = ["MAX_SCRATCH_BYTES", "TIRGuard", "harden"]
 
 #: Largest scratch buffer untrusted TIR may allocate.
 MAX_SCRATCH_BYTES = 64 << 20
@@ -46,24 +46,44 @@ MAX_SCRATCH_BYTES = 64 << 20
 _OP = "untrusted kernel"
 
 
-def _refuse(name: str, why: str) -> ExecutableFormatError:
-    return ExecutableFormatError(
-        f"llvm module: kernel {name!r} from the file's TIR cannot be compiled safely: {why}"
-    )
+class TIRGuard:
+    """The checks and rewrites that make one kernel's TIR memory-safe (see the module
+    docstring), for the CPU.
 
+    Another target hardens its kernels with a subclass: :attr:`module` names it in
+    refusals, :meth:`loop` decides what a loop becomes and :meth:`scratch` which scratch
+    allocations are allowed (the CUDA target keeps loops bound to threads and allows
+    shared memory and run-time sized global scratch).
 
-class _Guard:
+    Parameters
+    ----------
+    name : str
+        The kernel's name, for the messages.
+    """
+
+    #: The kind of module that refusals name.
+    module = "llvm"
+
     def __init__(self, name: str) -> None:
         self.name = name
 
+    def refuse(self, why: str) -> ExecutableFormatError:
+        """The error refusing this kernel because of ``why``."""
+        return ExecutableFormatError(
+            f"{self.module} module: kernel {self.name!r} from the file's TIR cannot be "
+            f"compiled safely: {why}"
+        )
+
     def buffer(self, buffer: Buffer) -> None:
+        """Refuse ``buffer`` unless it is compact with no element offset."""
         if buffer.strides:
-            raise _refuse(self.name, f"buffer {buffer.name!r} has explicit strides")
+            raise self.refuse(f"buffer {buffer.name!r} has explicit strides")
         offset = buffer.elem_offset
         if not (isinstance(offset, IntImm) and offset.value == 0):
-            raise _refuse(self.name, f"buffer {buffer.name!r} has an element offset")
+            raise self.refuse(f"buffer {buffer.name!r} has an element offset")
 
     def indices(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        """``indices`` into ``buffer``, each checked against its axis's extent."""
         self.buffer(buffer)
         return tuple(
             check_index(self.expr(index), extent, axis, _OP)
@@ -71,6 +91,7 @@ class _Guard:
         )
 
     def expr(self, e: PrimExpr) -> PrimExpr:
+        """``e`` with every buffer load's indices checked."""
         if isinstance(e, (Var, IntImm, FloatImm)):
             return e
         if isinstance(e, BufferLoad):
@@ -81,14 +102,16 @@ class _Guard:
             return nodes.Cast(e.dtype, self.expr(e.value))
         if isinstance(e, (nodes.Not, nodes.Select, nodes.BinaryOpExpr)):
             return type(e)(*(self.expr(x) for x in e.operands))
-        raise _refuse(self.name, f"unexpected expression {type(e).__name__}")
+        raise self.refuse(f"unexpected expression {type(e).__name__}")
 
     def stmt(self, s: Stmt) -> Stmt:
+        """``s`` hardened: accesses checked, loops by :meth:`loop`, scratch by
+        :meth:`scratch`."""
         if isinstance(s, SeqStmt):
             return SeqStmt([self.stmt(x) for x in s.seq])
         if isinstance(s, For):
-            kind = ForKind.UNROLLED if s.kind == ForKind.UNROLLED else ForKind.SERIAL
-            return For(s.loop_var, self.expr(s.min), self.expr(s.extent), kind, self.stmt(s.body))
+            lo, extent, body = self.expr(s.min), self.expr(s.extent), self.stmt(s.body)
+            return self.loop(s, lo, extent, body)
         if isinstance(s, BufferStore):
             indices = self.indices(s.buffer, s.indices)
             return BufferStore(s.buffer, self.expr(s.value), indices)
@@ -98,39 +121,63 @@ class _Guard:
             other = None if s.else_case is None else self.stmt(s.else_case)
             return IfThenElse(self.expr(s.condition), self.stmt(s.then_case), other)
         if isinstance(s, Allocate):
-            self.buffer(s.buffer)
-            extents = s.buffer.shape
-            if not all(isinstance(e, IntImm) and e.value >= 0 for e in extents):
-                raise _refuse(self.name, f"scratch buffer {s.buffer.name!r} has a symbolic size")
-            size = math.prod(int(e) for e in extents) * max(1, s.buffer.dtype.bits // 8)
-            if size > MAX_SCRATCH_BYTES:
-                raise _refuse(self.name, f"scratch buffer {s.buffer.name!r} of {size} bytes")
-            return Allocate(s.buffer, self.stmt(s.body))
+            return Allocate(self.scratch(s.buffer), self.stmt(s.body))
         if isinstance(s, Evaluate):
             return Evaluate(self.expr(s.value))
-        raise _refuse(self.name, f"unexpected statement {type(s).__name__}")
+        raise self.refuse(f"unexpected statement {type(s).__name__}")
+
+    def loop(self, loop: For, lo: PrimExpr, extent: PrimExpr, body: Stmt) -> Stmt:
+        """``loop`` rebuilt over the hardened ``lo``, ``extent`` and ``body``: serial
+        (``check_index`` runs only in a kernel's own serial code) unless unrolled."""
+        kind = ForKind.UNROLLED if loop.kind == ForKind.UNROLLED else ForKind.SERIAL
+        return For(loop.loop_var, lo, extent, kind, body)
+
+    def scratch(self, buffer: Buffer) -> Buffer:
+        """``buffer``, refused unless compact and of a constant size within
+        :data:`MAX_SCRATCH_BYTES`."""
+        self.buffer(buffer)
+        if not all(isinstance(e, IntImm) and e.value >= 0 for e in buffer.shape):
+            raise self.refuse(f"scratch buffer {buffer.name!r} has a symbolic size")
+        self.scratch_size(buffer)
+        return buffer
+
+    def scratch_size(self, buffer: Buffer) -> None:
+        """Refuse ``buffer`` (of constant extents) if larger than :data:`MAX_SCRATCH_BYTES`."""
+        size = math.prod(int(e) for e in buffer.shape) * max(1, buffer.dtype.bits // 8)  # type: ignore[call-overload]
+        if size > MAX_SCRATCH_BYTES:
+            raise self.refuse(f"scratch buffer {buffer.name!r} of {size} bytes")
 
 
-def harden(funcs: Sequence[tuple[str, PrimFunc]]) -> list[tuple[str, PrimFunc]]:
+def harden(
+    funcs: Sequence[tuple[str, PrimFunc]], guard: type[TIRGuard] = TIRGuard
+) -> list[tuple[str, PrimFunc]]:
     """The kernels with every buffer access checked and every loop serial (see above).
+
+    Parameters
+    ----------
+    funcs : Sequence[tuple[str, PrimFunc]]
+        The kernels, by name.
+    guard : type[TIRGuard]
+        The checks to apply: a target's subclass of :class:`TIRGuard` (the CPU's by default).
 
     Raises
     ------
     ExecutableFormatError
-        A kernel uses strided or offset buffers or an unbounded scratch allocation.
+        A kernel uses strided or offset buffers or an unbounded scratch allocation (or what
+        ``guard`` refuses besides).
     """
     out = []
     for name, func in funcs:
-        guard = _Guard(name)
+        checks = guard(name)
         for buffer in func.buffer_map.values():
-            guard.buffer(buffer)
+            checks.buffer(buffer)
         try:
-            body = guard.stmt(func.body)
+            body = checks.stmt(func.body)
         except RecursionError:
-            raise _refuse(name, "nested too deeply") from None
+            raise checks.refuse("nested too deeply") from None
         except ExecutableFormatError:
             raise
         except Exception as err:  # a constructor refusing what the checks built: ill-typed TIR
-            raise _refuse(name, f"{type(err).__name__}: {err}") from None
+            raise checks.refuse(f"{type(err).__name__}: {err}") from None
         out.append((name, func.with_body(body)))
     return out

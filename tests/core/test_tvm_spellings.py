@@ -483,3 +483,31 @@ def test_check_saved_func_runs_directly_and_saved(mod):
     result = check_saved_func(vm, "main", x)
     np.testing.assert_array_equal(result.numpy(), 2 * x.numpy())
     assert "main_saved" in vm
+
+
+# ---- te forms TVM code uses: tensor arithmetic, index_dtype_override, ExecBuilder checks -------
+def test_te_tensor_arithmetic_through_the_tvm_namespace():
+    te = relaxvm.te
+    x = te.placeholder((4,), "float32", name="x")
+    y = (x + 1) * 2 - 1 / x
+    func = te.create_prim_func([x, y], index_dtype_override="int64")
+    assert [t.name for t in (x + 1, 2 - x, x * x, x / 2, -x)] == [
+        "T_add",
+        "T_subtract",
+        "T_multiply",
+        "T_divide",
+        "T_multiply",
+    ]
+    xv = np.array([1.0, 2.0, 4.0, 0.5], "float32")
+    out = np.zeros(4, "float32")
+    relaxvm.tir.run_prim_func(func, xv, out)
+    np.testing.assert_allclose(out, (xv + 1) * 2 - 1 / xv, rtol=1e-6)
+
+
+def test_relax_exec_builder_refuses_a_read_of_the_register_being_written():
+    ib = relaxvm.relax.ExecBuilder()
+    with ib.function("func0", num_inputs=2):
+        ib.emit_call("test.vm.add", args=[ib.r(0), ib.r(2)], dst=ib.r(2))
+        ib.emit_ret(ib.r(2))
+    with pytest.raises(relaxvm.TVMError, match=r"register r\(2\) .* used as input"):
+        ib.get()

@@ -48,7 +48,7 @@ class ExecBuilder:
 
     Registers may be numbered freely inside a function: :meth:`get` renumbers the
     non-parameter registers in order of first definition (TVM's ``Formalize``) and rejects
-    programs that read a register no instruction writes.
+    programs that read a register before (in instruction order) any instruction writes it.
     """
 
     def __init__(self) -> None:
@@ -251,8 +251,9 @@ class ExecBuilder:
         Raises
         ------
         BytecodeError
-            A function is still open or never defined, a register is read but never
-            written, an index is out of range, or a jump leaves its function.
+            A function is still open or never defined, a register is read before any
+            instruction (in order) writes it, an index is out of range, or a jump leaves its
+            function.
         """
         if self._current is not None:
             raise BytecodeError(f"ExecBuilder.get: function {self._current.name!r} is still open")
@@ -272,18 +273,21 @@ class ExecBuilder:
 
 
 def _formalize(info: VMFuncInfo, code: list[Instruction]) -> None:
-    """Renumber a function's registers densely and check every read has a writer."""
+    """Renumber a function's registers densely, in order of first definition, and check that
+    every read comes after a write in instruction order.
+
+    As TVM's ``ExecBuilder`` (its ``Formalize`` then ``CheckExecutable``), the check is in
+    program order, not over the whole body: a register read by an instruction that comes
+    before every instruction writing it (the instruction itself included, since a call reads
+    its arguments before it writes its destination) is refused, even if a jump could reach
+    the write first.
+    """
     if info.num_args == DECLARED_ONLY:
         raise BytecodeError(
             f"function {info.name!r} is declared as a VM function but never defined"
         )
     num_args = info.num_args
     rename: dict[int, int] = {}
-    body = range(info.start_instr, info.end_instr)
-    for pc in body:
-        ins = code[pc]
-        if ins.opcode is Opcode.CALL and num_args <= ins.reg < BEGIN_SPECIAL_REG:
-            rename.setdefault(ins.reg, num_args + len(rename))
 
     def fix(reg: int, pc: int) -> int:
         if reg < num_args or reg >= BEGIN_SPECIAL_REG:
@@ -293,13 +297,15 @@ def _formalize(info: VMFuncInfo, code: list[Instruction]) -> None:
         except KeyError:
             raise BytecodeError(
                 f'register r({reg}) in VM function "{info.name}" is used as input while it is '
-                f"never defined as a destination (instruction {pc})"
+                f"never defined as a destination before it (instruction {pc})"
             ) from None
 
-    for pc in body:
+    for pc in range(info.start_instr, info.end_instr):
         ins = code[pc]
         if ins.opcode is Opcode.CALL:
             args = tuple((k, fix(v, pc) if k == ArgKind.REGISTER else v) for k, v in ins.args)
+            if num_args <= ins.reg < BEGIN_SPECIAL_REG:
+                rename.setdefault(ins.reg, num_args + len(rename))
             code[pc] = ins._replace(reg=fix(ins.reg, pc), args=args)
         elif ins.opcode in (Opcode.RET, Opcode.IF):
             code[pc] = ins._replace(reg=fix(ins.reg, pc))

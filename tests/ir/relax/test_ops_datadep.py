@@ -145,7 +145,7 @@ def test_dequantize_keeps_shape_with_out_dtype() -> None:
         (lambda: op.quantize(tvar([2]), _scale(), _zero(), out_dtype="float32"), "out_dtype must be one of int8, uint8, int16, uint16, int32, float8_e4m3fn, float8_e5m2, got 'float32'"),
         (lambda: op.dequantize(tvar([2], "int8"), _scale(), _zero(), out_dtype="int8"), "out_dtype must be one of float16, float32, got 'int8'"),
         (lambda: op.quantize(tvar([2]), _scale((), "int32"), _zero()), "scale must have a float dtype, got int32"),
-        (lambda: op.quantize(tvar([2]), _scale(), _zero((), "float32")), "zero_point must have an integer dtype, got float32"),
+        (lambda: op.quantize(tvar([2]), _scale(), _zero((), "float32")), "zero_point must have an integer or float16 dtype, got float32"),
         (lambda: op.quantize(tvar([2, 3]), _scale(), _zero(), axis=2), "axis 2 is out of range for a tensor of rank 2"),
         (lambda: op.quantize(tvar([2, 3]), _scale([2, 3]), _zero()), "scale must be a scalar or a 1-D tensor, got rank 2"),
         (lambda: op.quantize(tvar([2, 3]), _scale([2]), _zero([2])), "scale has 2 values but data has extent 3 along axis 1"),

@@ -38,6 +38,7 @@ from .analysis import undefined_vars
 from .buffer import Buffer, BufferLoad, as_index_list
 from .function import PrimFunc
 from .stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
+from .te_arith import TensorArithmetic
 
 __all__ = [
     "ComputeOp",
@@ -181,8 +182,12 @@ class ComputeOp:
         self.name, self.axis, self.body, self.inputs = name, axis, body, inputs
 
 
-class Tensor:
-    """A te tensor: the output of a placeholder or compute stage. ``T[i, j]`` reads it."""
+class Tensor(TensorArithmetic):
+    """A te tensor: the output of a placeholder or compute stage. ``T[i, j]`` reads it.
+
+    ``+ - * /``, unary ``-`` and :meth:`astype` make new elementwise stages (see
+    :class:`~relaxvm.ir.tir.te_arith.TensorArithmetic`).
+    """
 
     def __init__(self, shape: tuple[PrimExpr, ...], dtype: DataType, name: str, op: Any) -> None:
         self.shape, self.dtype, self.name, self.op = shape, dtype, name, op
@@ -373,7 +378,9 @@ def _lower_stage(tensor: Tensor) -> Stmt:
     return inner
 
 
-def create_prim_func(args: Sequence[Tensor | Var], name: str = "main") -> PrimFunc:
+def create_prim_func(
+    args: Sequence[Tensor | Var], name: str = "main", *, index_dtype_override: str | None = None
+) -> PrimFunc:
     """Lower te tensors to a :class:`PrimFunc` whose parameters are ``args``, in order.
 
     Parameters
@@ -383,14 +390,21 @@ def create_prim_func(args: Sequence[Tensor | Var], name: str = "main") -> PrimFu
         scalar parameters. Every placeholder used must be among them.
     name : str
         The ``global_symbol`` attribute.
+    index_dtype_override : str, optional
+        TVM's parameter, keyword-only here (the second positional parameter is ``name``).
+        relaxvm indexes in ``int64`` already (a Python int extent is an ``int64`` constant),
+        so ``None`` and ``"int64"`` are accepted; ``"int64"`` also checks that every extent
+        is ``int64``.
 
     Raises
     ------
     VMValueError
-        A placeholder that is used but not passed, a tensor passed twice, or a symbolic
-        variable that no parameter binds.
+        A placeholder that is used but not passed, a tensor passed twice, a symbolic
+        variable that no parameter binds, an ``index_dtype_override`` other than ``int64``,
+        or (with ``"int64"``) an extent of another dtype.
     """
     tensors = [a for a in args if isinstance(a, Tensor)]
+    _check_index_dtype(index_dtype_override, tensors)
     for position, arg in enumerate(args):
         if not isinstance(arg, (Tensor, Var)):
             raise VMTypeError(
@@ -426,3 +440,23 @@ def create_prim_func(args: Sequence[Tensor | Var], name: str = "main") -> PrimFu
             "shape; pass them as scalar Var arguments"
         )
     return func
+
+
+def _check_index_dtype(override: str | None, tensors: Sequence[Tensor]) -> None:
+    # Rewriting every index to another dtype (TVM's int32 override) is not implemented:
+    # relaxvm's kernels index in int64, which is what the override asks for in practice.
+    if override is None:
+        return
+    if str(override) != "int64":
+        raise VMValueError(
+            f"te.create_prim_func: index_dtype_override must be None or 'int64' (relaxvm "
+            f"indexes in int64), got {override!r}"
+        )
+    for tensor in tensors:
+        for extent in tensor.shape:
+            if str(extent.dtype) != "int64":
+                raise VMValueError(
+                    f"te.create_prim_func: index_dtype_override='int64' but tensor "
+                    f"{tensor.name!r} has the {extent.dtype} extent {extent}; make its shape "
+                    "from int64 values"
+                )

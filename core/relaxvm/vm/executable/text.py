@@ -355,13 +355,18 @@ def _vm_function_obstacle(ex: Executable, info: VMFuncInfo) -> str | None:
     renamed = [reg for reg, number in defined.items() if reg != number]
     if renamed:
         return f"numbers register %{renamed[0]} out of order of first definition"
+    written: set[int] = set()  # ExecBuilder checks reads in instruction order
     for ins in body:
         reads = [value for kind, value in ins.args if kind == ArgKind.REGISTER]
         if ins.opcode in (Opcode.RET, Opcode.IF):
             reads.append(ins.reg)
         for reg in reads:
-            if num_args <= reg < BEGIN_SPECIAL_REG and reg not in defined:
-                return f"reads register %{reg}, which no instruction writes"
+            if num_args <= reg < BEGIN_SPECIAL_REG and reg not in written:
+                if reg not in defined:
+                    return f"reads register %{reg}, which no instruction writes"
+                return f"reads register %{reg} before the first instruction that writes it"
+        if ins.opcode is Opcode.CALL:
+            written.add(ins.reg)
         for kind, value in ins.args:
             if kind == ArgKind.IMMEDIATE and not VALUE_MIN <= value <= VALUE_MAX:
                 return f"has the immediate {value}, outside ib.imm's range"

@@ -42,6 +42,10 @@ from .sort import *  # noqa: F403
 from .sort import __all__ as _sort_all
 from .structural import *  # noqa: F403
 from .structural import __all__ as _structural_all
+from .tvm_extra_a import *  # noqa: F403
+from .tvm_extra_a import __all__ as _tvm_extra_a_all
+from .tvm_extra_b import *  # noqa: F403
+from .tvm_extra_b import __all__ as _tvm_extra_b_all
 
 #: Shorter spelling for tests and interactive use.
 infer = infer_struct_info
@@ -73,4 +77,6 @@ __all__ = [
     *_manipulate_all,
     *_reduction_all,
     *_structural_all,
+    *_tvm_extra_b_all,
+    *_tvm_extra_a_all,
 ]

@@ -44,7 +44,9 @@ def as_shape_expr(name: str, shape: Any) -> RelaxExpr:
     try:
         return ShapeExpr(list(shape))
     except Exception as err:
-        raise OpError(f"{name}: cannot use {shape!r} as a shape: {err}") from None
+        # A dimension of the wrong kind (a Relax var, a float) is a TypeError, as in TVM.
+        kind = OpTypeError if isinstance(err, TypeError) else OpError
+        raise kind(f"{name}: cannot use {shape!r} as a shape: {err}") from None
 
 
 def as_prim_value(name: str, value: Any) -> RelaxExpr:

@@ -54,7 +54,7 @@ def binary_vdevice(ctx: InferContext, infos: Sequence[TensorStructInfo]) -> Devi
     if not _has_target(second):
         return first
     if first != second:
-        raise ctx.error(f"operands are on different vdevices: {first!r} and {second!r}")
+        raise ctx.type_error(f"operands are on different vdevices: {first!r} and {second!r}")
     return first
 
 

@@ -1,6 +1,6 @@
 """The subscripts of ``relax.einsum``: parsing and the extent of every label.
 
-Shared by StructInfo inference (:mod:`.sort`) and the legalization (``relaxvm_ops.sort``), so
+Shared by StructInfo inference (:mod:`.sort`) and the legalization (``relaxvm_ops.einsum``), so
 that both read a subscripts string the same way. The grammar is numpy's:
 
 * ``"ij,jk->ik"``: explicit output; every output label must occur in an input, once;

@@ -122,6 +122,12 @@ def _infer_where(call: Call, ctx: InferContext) -> StructInfo:
     cond = ctx.tensor_arg(call, 0, "condition")
     x = ctx.tensor_arg(call, 1, "x1")
     y = ctx.tensor_arg(call, 2, "x2")
+    if cond.dtype is None:
+        # As TVM's where: a condition of unknown dtype is not known to be bool, so it is
+        # refused (the logical ops, by contrast, accept an unknown dtype).
+        raise ctx.type_error(
+            f"condition must be bool, got a tensor of unknown dtype with shape {dims_text(cond)}"
+        )
     require_bool(ctx, cond, "condition")
     dtype = unify_dtypes(ctx, [x, y], "x1 and x2")
     vdevice = _where_vdevice([cond, x, y])

@@ -11,8 +11,10 @@ TVM). ``dequantize`` is ``(data - zero_point) * scale``. ``scale`` and ``zero_po
 Inference: the result has ``data``'s shape and the ``out_dtype``. Errors: a non-float data
 for quantize (float8 counts as quantized, not float); for dequantize a data that is neither
 an integer, a float8 nor float16/float32 (TVM's list); an unsupported ``out_dtype``; a
-non-float scale; a non-integer zero point; an axis out of range; a scale or zero point of
-rank > 1 or whose extent is provably different from ``data``'s extent along ``axis``.
+non-float scale; a zero point that is neither an integer nor float16 (TVM allows int8 and
+float16); an axis out of range; a scale or zero point of rank > 1 or whose extent is provably
+different from ``data``'s extent along ``axis``. A wrong dtype is an ``OpTypeError`` (a
+``TypeError``, as TVM), a wrong rank, extent or axis an ``OpError``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def _is_float(dtype: DataType | None) -> bool:
 
 def _is_int(dtype: DataType | None) -> bool:
     return dtype is None or str(dtype).startswith(("int", "uint"))
+
+
+def _is_zero_point(dtype: DataType | None) -> bool:
+    # TVM allows int8 and float16 zero points; every integer type is accepted here too,
+    # since the kernels compute the shift exactly for all of them.
+    return _is_int(dtype) or str(dtype) == "float16"
 
 
 def _is_dequantizable(dtype: DataType | None) -> bool:
@@ -79,20 +87,24 @@ def _infer_qdq(call: Call, ctx: InferContext) -> StructInfo:
     out_dtype = ctx.attr(call, "out_dtype")
     allowed = QUANTIZED_DTYPES + FLOAT8_QUANTIZED_DTYPES if quantize else _FLOAT_DTYPES
     if str(out_dtype) not in allowed:
-        raise ctx.error(f"out_dtype must be one of {', '.join(allowed)}, got {out_dtype!r}")
+        raise ctx.type_error(f"out_dtype must be one of {', '.join(allowed)}, got {out_dtype!r}")
     if quantize and not _is_float(data.dtype):
-        raise ctx.error(f"data must have a float dtype, got {data.dtype}{_float8_hint(data.dtype)}")
+        raise ctx.type_error(
+            f"data must have a float dtype, got {data.dtype}{_float8_hint(data.dtype)}"
+        )
     if not quantize and not _is_dequantizable(data.dtype):
-        raise ctx.error(
+        raise ctx.type_error(
             "data must have an integer, float8 (float8_e4m3fn, float8_e5m2), float16 or "
             f"float32 dtype, got {data.dtype}"
         )
     if not _is_float(scale.dtype):
-        raise ctx.error(
+        raise ctx.type_error(
             f"scale must have a float dtype, got {scale.dtype}{_float8_hint(scale.dtype)}"
         )
-    if not _is_int(zero_point.dtype):
-        raise ctx.error(f"zero_point must have an integer dtype, got {zero_point.dtype}")
+    if not _is_zero_point(zero_point.dtype):
+        raise ctx.type_error(
+            f"zero_point must have an integer or float16 dtype, got {zero_point.dtype}"
+        )
     axis: int | None = None
     if data.ndim != -1:
         if data.ndim == 0:
@@ -150,7 +162,8 @@ def quantize(
     scale : RelaxExpr
         A float scalar, or a 1-D tensor with one scale per index along ``axis``.
     zero_point : RelaxExpr
-        An integer scalar, or a 1-D tensor with one zero point per index along ``axis``.
+        An integer or float16 scalar, or a 1-D tensor with one zero point per index along
+        ``axis``.
     axis : int
         The axis of ``data`` that a 1-D ``scale`` / ``zero_point`` runs along.
     out_dtype : str
@@ -188,7 +201,8 @@ def dequantize(
     scale : RelaxExpr
         A float scalar, or a 1-D tensor with one scale per index along ``axis``.
     zero_point : RelaxExpr
-        An integer scalar, or a 1-D tensor with one zero point per index along ``axis``.
+        An integer or float16 scalar, or a 1-D tensor with one zero point per index along
+        ``axis`` (a float16 zero point makes integer data subtract in float32).
     axis : int
         The axis of ``data`` that a 1-D ``scale`` / ``zero_point`` runs along.
     out_dtype : str
