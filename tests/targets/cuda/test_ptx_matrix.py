@@ -44,9 +44,8 @@ def test_every_matrix_kernel_is_scheduled(kernel_groups: dict[Any, Any]) -> None
         schedule_kind(func) for funcs in kernel_groups.values() for _, func in funcs
     )
     assert set(kinds) <= KINDS
-    # 740 kernels at the time of writing: 406 injective, 82 rows, 68 gemm, 46
-    # small_reduction, 32 outer_parallel, 106 single_thread (index-checked gathers and
-    # scatters, adaptive pools, whole-tensor argmin, flattened scans).
+    # Over 900 kernels at the time of writing, about 60 % injective; single_thread holds
+    # index-checked gathers and scatters, adaptive pools, whole-tensor argmin, flattened scans.
     assert kinds["injective"] > 300 and kinds["rows"] > 70 and kinds["gemm"] > 50
     assert kinds["small_reduction"] > 30 and kinds["outer_parallel"] > 20
     assert kinds["single_thread"] < 0.2 * sum(kinds.values())
