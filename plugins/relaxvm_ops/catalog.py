@@ -18,6 +18,7 @@ from ._names_shape import NAMES as _SHAPE
 from ._names_sort import NAMES as _SORT
 from ._names_tvm_extra_a import NAMES as _TVM_EXTRA_A
 from ._names_tvm_extra_b import NAMES as _TVM_EXTRA_B
+from ._names_tvm_extra_c import NAMES as _TVM_EXTRA_C
 
 __all__ = ["LEGALIZED_OPS", "lazy_legalization"]
 
@@ -44,7 +45,7 @@ LEGALIZED_OPS: tuple[str, ...] = tuple(
         f"relax.{name}"
         for name in (
             f"{_UNARY} {_BINARY} {_OTHER} {_MATH} {_SHAPE} {_INDEX} {_NN} {_SORT} {_TVM_EXTRA_A} "
-            f"{_TVM_EXTRA_B}"
+            f"{_TVM_EXTRA_B} {_TVM_EXTRA_C}"
         ).split()
     )
 )

@@ -25,6 +25,7 @@ from . import (  # noqa: F401
     structural,
     tvm_extra_a,
     tvm_extra_b,
+    tvm_extra_c,
 )
 
 __all__ = ["all_legalizations"]

@@ -25,6 +25,8 @@ from relaxvm.errors import RelaxVMError
 from relaxvm.runtime import Tensor
 from relaxvm.runtime import tensor as _new_tensor
 
+from .runtime_slice import run_dynamic_strided_slice
+
 __all__ = [
     "PRIM_ARITH",
     "RUNTIME_FUNCTIONS",
@@ -221,4 +223,5 @@ RUNTIME_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "relax.run.assert_op": run_assert_op,
     "relax.run.unique": run_unique,
     "relax.run.nonzero": run_nonzero,
+    "relax.run.dynamic_strided_slice": run_dynamic_strided_slice,
 }

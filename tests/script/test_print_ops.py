@@ -29,6 +29,8 @@ from . import (
     _print_calls_shape,
     _print_calls_sort,
     _print_calls_tvm_extra_a,
+    _print_calls_tvm_extra_b,
+    _print_calls_tvm_extra_c,
 )
 
 F32 = "float32"
@@ -124,7 +126,13 @@ def _all_calls() -> dict[str, Any]:
         calls[f"relax.{name}"] = lambda name=name: getattr(op, name)(MASK, MASK)
     calls["relax.logical_not"] = lambda: op.logical_not(MASK)
     families = (_print_calls_math, _print_calls_shape, _print_calls_index, _print_calls_nn)
-    for family in (*families, _print_calls_sort, _print_calls_tvm_extra_a):
+    for family in (
+        *families,
+        _print_calls_sort,
+        _print_calls_tvm_extra_a,
+        _print_calls_tvm_extra_b,
+        _print_calls_tvm_extra_c,
+    ):
         calls.update(family.CALLS)
     return calls
 

@@ -398,7 +398,7 @@ class _FunctionEmitter:
             closure = self.visit(args[0])
             items = self.tuple_items(args[1], "the arguments of invoke_closure")
             self.call("vm.builtin.invoke_closure", [vm, closure, *items], dst)
-        elif name in ("relax.call_packed", "relax.call_pure_packed"):
+        elif name in ("relax.call_packed", "relax.call_pure_packed", "relax.call_inplace_packed"):
             callee = args[0]
             if not isinstance(callee, ExternFunc):
                 raise self.error(f"{name} needs an ExternFunc callee")

@@ -255,6 +255,15 @@ def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> _rx.Call:
     return _op.call_pure_packed(func, *[_value(a) for a in args], sinfo_args=_out(sinfo_args))
 
 
+def call_inplace_packed(func: Any, *args: Any, inplace_indices: Any, sinfo_args: Any) -> _rx.Call:
+    """``R.call_inplace_packed("name", x, inplace_indices=[0], sinfo_args=R.Tensor(...))``
+    (arguments converted as in :func:`call_packed`)."""
+    values = [_value(a) for a in args]
+    return _op.call_inplace_packed(
+        func, *values, inplace_indices=inplace_indices, sinfo_args=_out(sinfo_args)
+    )
+
+
 def emit_te(func: Any, *args: Any, **kwargs: Any) -> _rx.Call:
     """``R.emit_te(te_func, *args, primfunc_name_hint=None, **kwargs)`` in an ``@I.ir_module``
     class: build a PrimFunc from the TE function (``te.create_prim_func``), add it to the module

@@ -48,6 +48,7 @@ STRUCTURAL_OPS: frozenset[str] = frozenset(
         "relax.call_tir_inplace",
         "relax.call_dps_packed",
         "relax.call_pure_packed",
+        "relax.call_inplace_packed",
         "relax.call_builtin_with_ctx",
         "relax.invoke_closure",
         "relax.invoke_pure_closure",

@@ -2,7 +2,8 @@
 
 After this pass the lowering passes may put impure calls (allocation, ``call_packed``, kills)
 into functions declared pure: the attribute tells the well-formedness check to trust the
-declaration. ``R.call_pure_packed(f, *args)`` becomes the plain packed call ``f(*args)``
+declaration. ``R.call_pure_packed(f, *args)`` (and ``R.call_inplace_packed``, whose callee returns
+the arguments it overwrote) becomes the plain packed call ``f(*args)``
 (a :class:`Call` whose callee is the :class:`ExternFunc`), and ``R.invoke_pure_closure`` becomes
 ``R.invoke_closure``; both keep the declared result struct info.
 """
@@ -34,7 +35,7 @@ class _PurityUnwrapper(ExprMutator):
     def visit_call_(self, expr: Call) -> RelaxExpr:
         call = super().visit_call_(expr)
         assert isinstance(call, Call)  # calls visit to calls here
-        if is_op(call, "relax.call_pure_packed"):
+        if is_op(call, "relax.call_pure_packed") or is_op(call, "relax.call_inplace_packed"):
             callee = call.args[0]
             if not isinstance(callee, ExternFunc):
                 # Inference already rejects this; kept as a guard for hand-built IR.

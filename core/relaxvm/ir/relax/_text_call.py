@@ -96,6 +96,12 @@ def _call_pure_packed(printer: RelaxPrinter, call: Call) -> Parts:
     return "R.call_pure_packed", args, _sinfo_kw(printer, call, "sinfo_args")
 
 
+def _call_inplace_packed(printer: RelaxPrinter, call: Call) -> Parts:
+    args = [_callee(printer, call.args[0]), *(printer.expr(arg) for arg in call.args[1:])]
+    kwargs = _attr_kwargs(printer, call) + _sinfo_kw(printer, call, "sinfo_args")
+    return "R.call_inplace_packed", args, kwargs
+
+
 def _invoke_closure(printer: RelaxPrinter, call: Call) -> Parts:
     args = [printer.expr(arg) for arg in call.args]
     return "R.invoke_closure", args, _sinfo_kw(printer, call, "sinfo_args")
@@ -113,6 +119,7 @@ _SPECIAL = {
     "relax.call_tir_inplace": _call_dps,
     "relax.call_dps_packed": _call_dps,
     "relax.call_pure_packed": _call_pure_packed,
+    "relax.call_inplace_packed": _call_inplace_packed,
     "relax.invoke_closure": _invoke_closure,
     "relax.assert_op": _assert_op,
 }

@@ -425,10 +425,13 @@ def templates() -> list[OpTemplate]:
     from . import cases_qdq_float8 as float8
     from . import cases_tvm_extra_a as tvm_extra_a
     from . import cases_tvm_extra_b as tvm_extra_b
+    from . import cases_tvm_extra_c as tvm_extra_c
     from .cases_tensor import tensor_templates
 
     modules = (cases_math, cases_shape, cases_index, cases_nn, cases_sort, cases_matmul_rows)
-    families = [m.templates() for m in (*modules, packed, float8, tvm_extra_a, tvm_extra_b)]
+    families = [
+        m.templates() for m in (*modules, packed, float8, tvm_extra_a, tvm_extra_b, tvm_extra_c)
+    ]
     extra = [template for family in families for template in family]
     return _elementwise() + _misc_elementwise() + _create() + tensor_templates() + extra
 

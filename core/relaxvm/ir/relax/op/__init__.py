@@ -46,6 +46,8 @@ from .tvm_extra_a import *  # noqa: F403
 from .tvm_extra_a import __all__ as _tvm_extra_a_all
 from .tvm_extra_b import *  # noqa: F403
 from .tvm_extra_b import __all__ as _tvm_extra_b_all
+from .tvm_extra_c import *  # noqa: F403
+from .tvm_extra_c import __all__ as _tvm_extra_c_all
 
 #: Shorter spelling for tests and interactive use.
 infer = infer_struct_info
@@ -79,4 +81,5 @@ __all__ = [
     *_structural_all,
     *_tvm_extra_b_all,
     *_tvm_extra_a_all,
+    *_tvm_extra_c_all,
 ]

@@ -241,6 +241,8 @@ from .nn_norm import *  # noqa: E402, F403
 from .nn_norm import __all__ as _norm_all  # noqa: E402
 from .nn_tvm_extra_a import *  # noqa: E402, F403
 from .nn_tvm_extra_a import __all__ as _tvm_extra_a_all  # noqa: E402
+from .nn_tvm_extra_c import *  # noqa: E402, F403
+from .nn_tvm_extra_c import __all__ as _tvm_extra_c_all  # noqa: E402
 
 __all__ = [
     *_attention_all,
@@ -251,6 +253,7 @@ __all__ = [
     *_loss_all,
     *_norm_all,
     *_tvm_extra_a_all,
+    *_tvm_extra_c_all,
     "adaptive_avg_pool2d",
     "avg_pool2d",
     "batch_norm",
