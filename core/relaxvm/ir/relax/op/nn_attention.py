@@ -83,15 +83,18 @@ def _infer_attention(call: Call, ctx: InferContext) -> StructInfo:
     return tensor([qs[0], qs[1], qs[2], vs[3]], dtype, like=q)
 
 
+#: The attributes of ``relax.nn.attention`` (and of ``relax.nn.attention_bias``).
+ATTENTION_ATTRS = {
+    "scale": "score scale; None means 1 / sqrt(head dim)",
+    "causal_mask": '"TopLeft", "BottomRight" or None',
+    "window_size": "sliding window (keys per query) with a causal mask, or None",
+}
+
 register_op(
     "relax.nn.attention",
     num_inputs=(3, 4),
     infer=_infer_attention,
-    attrs={
-        "scale": "score scale; None means 1 / sqrt(head dim)",
-        "causal_mask": '"TopLeft", "BottomRight" or None',
-        "window_size": "sliding window (keys per query) with a causal mask, or None",
-    },
+    attrs=ATTENTION_ATTRS,
     doc="scaled dot-product attention, BSNH layout",
 )
 

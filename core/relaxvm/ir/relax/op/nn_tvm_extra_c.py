@@ -11,7 +11,7 @@ from __future__ import annotations
 from .._base import RelaxExpr
 from ..expr import Call
 from ._common import make_call
-from .nn_attention import _attention_attrs, _infer_attention, attention
+from .nn_attention import ATTENTION_ATTRS, _attention_attrs, _infer_attention, attention
 from .registry import register_op
 
 __all__ = ["attention_bias"]
@@ -20,11 +20,7 @@ register_op(
     "relax.nn.attention_bias",
     num_inputs=4,
     infer=_infer_attention,
-    attrs={
-        "scale": "score scale; None means 1 / sqrt(head dim)",
-        "causal_mask": '"TopLeft", "BottomRight" or None',
-        "window_size": "sliding window (keys per query) with a causal mask, or None",
-    },
+    attrs=ATTENTION_ATTRS,
     doc="scaled dot-product attention plus a bias, BSNH layout",
 )
 
