@@ -18,6 +18,7 @@ stores, arithmetic, casts, serial loops) and changes what differs on a GPU:
 * ``T.tvm_storage_sync()`` is ``bar.sync 0``; ``T.shfl_down(v, d)`` is
   ``llvm.nvvm.shfl.sync.down.{f32,i32}`` over the full warp;
 * math goes through :mod:`.codegen_math` and every LLVM intrinsic through its whitelist;
+  float ``Mod``/``FloorMod`` through :mod:`.codegen_fmod` (NVPTX's ``frem`` is inexact);
 * ``T.check_index`` out of range records the op, axis, index and extent in the module's
   error slot (:data:`ERROR_SYMBOL`, first failure wins) and leaves the thread.
 """
@@ -28,15 +29,16 @@ import math
 
 import llvmlite.ir as ir
 
-from relaxvm.ir import IntImm, PrimExpr
+from relaxvm.ir import FloorMod, IntImm, Mod, PrimExpr
 from relaxvm.ir.structural import structural_equal
 from relaxvm.ir.tir import Allocate, Buffer, BufferLoad, Call, Evaluate, For, ForKind, Stmt
 from relaxvm.ir.tir.intrin import CheckIndex
 from relaxvm.ir.tir.intrin_gpu import ShflDown, StorageSync
 from relaxvm.runtime.dtype import DataType
 from relaxvm_llvm.codegen_stmt import FunctionCodegen, ModuleState
-from relaxvm_llvm.lltypes import I32, I64, PTR, Lane, is_signed, mem_type
+from relaxvm_llvm.lltypes import I32, I64, PTR, Lane, is_float, is_signed, mem_type
 
+from .codegen_fmod import emit_float_mod
 from .codegen_math import LLVM_INTRINSICS, emit_math_call
 from .codegen_vector import emit_vector_loop, match_vector_loop
 from .errors import CUDABuildError
@@ -113,6 +115,19 @@ class PTXFunctionCodegen(FunctionCodegen):
         #: per contiguous buffer, this element's value from the vector load.
         self.lane_loads: tuple[tuple[PrimExpr, ...], dict[Buffer, ir.Value]] | None = None
 
+    def buffer_ptr(self, buffer: Buffer) -> ir.Value:
+        handle = self.handles.get(buffer.data)
+        space = getattr(getattr(handle, "type", None), "addrspace", 0)
+        if not space:
+            return super().buffer_ptr(buffer)
+        # A shared array's handle stays in its address space (see _allocate).
+        elem = mem_type(buffer.dtype)
+        key = (buffer.data, str(elem))
+        typed = self._typed.get(key)
+        if typed is None:
+            typed = self._typed[key] = self.at_entry().bitcast(handle, elem.as_pointer(space))
+        return typed
+
     def error(self, message: str) -> CUDABuildError:  # type: ignore[override]
         return CUDABuildError(f"cuda target: kernel {self.kernel!r}: {message}")
 
@@ -126,6 +141,13 @@ class PTXFunctionCodegen(FunctionCodegen):
                 f"LLVM intrinsic llvm.{name} on {ty} has no NVPTX lowering in the whitelist"
             )
         return super().intrinsic(name, args)
+
+    def arith(self, op: type, dtype: DataType, x: ir.Value, y: ir.Value) -> ir.Value:
+        # NVPTX expands frem as x - trunc(x / y) * y: wrong for large quotients and
+        # infinities, so float remainders are computed exactly from the bits.
+        if op in (Mod, FloorMod) and is_float(dtype):
+            return emit_float_mod(self, x, y, floor=op is FloorMod)
+        return super().arith(op, dtype, x, y)
 
     def _call(self, expr: Call) -> Lane:
         if isinstance(expr, StorageSync):
@@ -271,8 +293,14 @@ class PTXFunctionCodegen(FunctionCodegen):
             array.initializer = ir.Constant(ir.ArrayType(elem, count), ir.Undefined)
             array.align = 16
             entry = self.at_entry()
-            generic = entry.addrspacecast(array, ir.ArrayType(elem, count).as_pointer())
-            pointer = entry.bitcast(generic, PTR)
+            if space == _SHARED:
+                # Kept in the shared address space (no generic cast): LLVM then sees the
+                # array's 16-byte alignment through the index arithmetic, marks aligned
+                # loads as such, and merges adjacent ones into ld.shared.v2/v4.
+                pointer = entry.bitcast(array, ir.IntType(8).as_pointer(_SHARED))
+            else:
+                generic = entry.addrspacecast(array, ir.ArrayType(elem, count).as_pointer())
+                pointer = entry.bitcast(generic, PTR)
         self._with_handle(stmt, pointer)
 
     def _heap_allocate(self, stmt: Allocate) -> None:

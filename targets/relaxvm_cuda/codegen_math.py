@@ -15,7 +15,9 @@ subprocess; see ``reference/llvmlite_notes.md`` section 5), and everything else 
   and a continued fraction of ``erfc`` above;
 * ``sin``/``cos``/``tan``: reduction by ``pi/2`` in two parts (FMA) and Taylor polynomials on
   ``[-pi/4, pi/4]``; inverse and hyperbolic functions through ``atan``, ``log`` and
-  ``log1p``; ``pow`` as ``exp(y * log|x|)`` with numpy's signs and special cases.
+  ``log1p``; ``pow`` by binary powering for integral exponents below 2048 when every
+  product is exact (so integral results are exact), else as ``exp(y * log|x|)``, with C99's
+  (numpy's) signs and special cases.
 
 Float16 is computed in float32 and rounded once; float32 functions other than ``exp``,
 ``exp2``, ``log``, ``log2``, ``tanh``, ``sigmoid`` and ``erf`` are computed in float64.
@@ -327,15 +329,85 @@ class _Math:
         return self.select(self.is_nan(x), x, out)
 
     def pow(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        """C99's (and numpy's) ``pow``: ``|x|**y`` by binary powering where ``y`` is a small
+        integer and every product is exact, else ``exp(y * log|x|)``; then the signs and
+        special cases (``-0`` counts as negative through the sign bit)."""
         b = self.b
-        magnitude = self.exp(b.fmul(y, self.log(self.call("fabs", x))))
-        integral = b.fcmp_ordered("==", self.call("floor", y), y)
-        odd = b.and_(integral, b.fcmp_ordered("!=", b.frem(y, self.k(2.0)), self.k(0.0)))
-        negative = self.lt(x, self.k(0.0))
-        signed = self.select(odd, b.fneg(magnitude), magnitude)
-        out = self.select(negative, self.select(integral, signed, self.k(math.nan)), magnitude)
-        out = self.select(b.fcmp_ordered("==", x, self.k(1.0)), self.k(1.0), out)
-        return self.select(b.fcmp_ordered("==", y, self.k(0.0)), self.k(1.0), out)
+        ax, ay = self.call("fabs", x), self.call("fabs", y)
+        inf, one = self.k(math.inf), self.k(1.0)
+        integral = b.fcmp_ordered("==", self.call("floor", y), y)  # true for +-inf
+        small = b.and_(integral, self.lt(ay, self.k(float(1 << _POW_BITS))))
+        # A negative power: of 1/|x| when that is exact (2**-1023 is subnormal but 0.5**-1023
+        # is not), else the reciprocal of the power (one rounding).
+        recip = b.fdiv(one, ax)
+        by_recip = b.and_(self.lt(y, self.k(0.0)), self.exact_product(recip, ax, one))
+        base = self.select(by_recip, recip, ax)
+        power, exact = self.int_power(base, self.select(small, ay, self.k(0.0)))
+        divide = b.and_(self.lt(y, self.k(0.0)), b.not_(by_recip))
+        power = self.select(divide, b.fdiv(one, power), power)
+        magnitude = self.exp(b.fmul(y, self.log(ax)))
+        magnitude = self.select(b.and_(small, exact), power, magnitude)
+        negate = b.and_(self.sign_bit(x), self.is_odd(y, integral))
+        out = self.select(negate, b.fneg(magnitude), magnitude)
+        # A negative finite base to a non-integral (finite or NaN) power has no real value.
+        finite_negative = b.and_(self.lt(x, self.k(0.0)), b.fcmp_ordered("!=", ax, inf))
+        out = self.select(b.and_(finite_negative, b.not_(integral)), self.k(math.nan), out)
+        # (-1) ** +-inf = 1 (exp/log would give NaN from inf * 0).
+        unit = b.and_(b.fcmp_ordered("==", ax, one), b.fcmp_ordered("==", ay, inf))
+        out = self.select(unit, one, out)
+        out = self.select(b.fcmp_ordered("==", x, one), one, out)  # even for a NaN y
+        return self.select(b.fcmp_ordered("==", y, self.k(0.0)), one, out)  # even for NaN x
+
+    def sign_bit(self, x: ir.Value) -> ir.Value:
+        it = _int_type(self.ty)
+        return self.b.icmp_signed("<", self.b.bitcast(x, it), ir.Constant(it, 0))
+
+    def is_odd(self, y: ir.Value, integral: ir.Value) -> ir.Value:
+        """Whether ``y`` is an odd integer, exactly: integers from ``2**53`` on are even."""
+        b = self.b
+        fits = b.and_(integral, self.lt(self.call("fabs", y), self.k(2.0**53)))
+        n = b.fptosi(self.select(fits, y, self.k(0.0)), I64)
+        low = b.trunc(n, ir.IntType(1))
+        return b.and_(fits, low)
+
+    def exact_product(self, a: ir.Value, c: ir.Value, p: ir.Value) -> ir.Value:
+        """Whether ``p`` is exactly ``a * c``: the FMA residual is 0 and ``p`` is normal (the
+        residual of a product rounded to a subnormal can round to 0, so those count as
+        inexact; infinities and NaN give a nonzero or NaN residual)."""
+        b = self.b
+        residual = self.fma(a, c, b.fneg(p))
+        tiny = self.k(2.0 ** (-1022 if self.bits == 64 else -126))
+        normal = b.fcmp_ordered(">=", self.call("fabs", p), tiny)
+        return b.and_(b.fcmp_ordered("==", residual, self.k(0.0)), normal)
+
+    def int_power(self, ax: ir.Value, n: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """``(ax**n, exact)`` for an integral float ``0 <= n < 2**_POW_BITS``: left-to-right
+        square-and-multiply, and whether every product was exact (checked with an FMA; a
+        product below the smallest normal counts as inexact unless a factor is 1, since the
+        FMA cannot see its rounding error). Exact products give the exact (representable)
+        power; the caller falls back to exp/log otherwise."""
+        b = self.b
+        count = b.fptosi(n, I32)
+        one = self.k(1.0)
+
+        def product(a: ir.Value, c: ir.Value) -> tuple[ir.Value, ir.Value]:
+            p = b.fmul(a, c)
+            return p, b.or_(self.exact_product(a, c, p), b.fcmp_ordered("==", a, one))
+
+        result: ir.Value = one
+        exact: ir.Value = ir.Constant(ir.IntType(1), 1)
+        for bit in range(_POW_BITS - 1, -1, -1):
+            result, ok = product(result, result)
+            exact = b.and_(exact, ok)
+            stepped, ok = product(result, ax)
+            taken = b.icmp_unsigned("!=", b.and_(count, I32(1 << bit)), I32(0))
+            result = self.select(taken, stepped, result)
+            exact = self.select(taken, b.and_(exact, ok), exact)
+        return result, exact
+
+
+#: Integral exponents below ``2**_POW_BITS`` are tried by binary powering.
+_POW_BITS = 11
 
 
 def _tanh_coeffs(terms: int) -> list[float]:

@@ -54,6 +54,7 @@ from .common import (
     strided_over_threads,
     threads_for,
 )
+from .row_cache import StageLoop, plan_row_cache
 
 __all__ = [
     "RowPlan",
@@ -209,7 +210,16 @@ def _expr_to_shared(expr: PrimExpr, plan: RowPlan) -> PrimExpr:
     return rewrite_loads(expr, plan.load)
 
 
-def block_reduction(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: PrimExpr) -> Stmt:
+def block_reduction(
+    stage: Stage,
+    plan: RowPlan,
+    tx: Var,
+    threads: int,
+    row: PrimExpr,
+    loop: StageLoop | None = None,
+) -> Stmt:
+    """The block-wide reduction of ``stage`` for the row ``row`` (``loop``: how each thread
+    runs its share, see :mod:`.row_cache`; a plain strided loop without)."""
     assert stage.init is not None and stage.source is not None and stage.combiner is not None
     nrows = len(plan.rows)
     dtype = stage.init.buffer.dtype
@@ -224,19 +234,33 @@ def block_reduction(stage: Stage, plan: RowPlan, tx: Var, threads: int, row: Pri
     reduce_vars = [loop.loop_var for loop in stage.reduce_loops]
     reduce_extents = [loop.extent for loop in stage.reduce_loops]
     total = product(reduce_extents)
-    step = Var("k_outer", "int64")
-    flat = step * threads + tx
-    source = _expr_to_shared(stage.source, plan)
-    update: Stmt = BufferStore(acc, combine(acc[zero], source), [zero])
-    if stage.condition is not None:
-        update = IfThenElse(_expr_to_shared(stage.condition, plan), update)
-    accumulate = For(
-        step,
-        0,
-        ceildiv(total, threads),
-        ForKind.SERIAL,
-        IfThenElse(flat < total, let_indices(flat, reduce_vars, reduce_extents, update)),
-    )
+    accumulate: Stmt
+    if loop is None:
+        step = Var("k_outer", "int64")
+        flat = step * threads + tx
+        source = _expr_to_shared(stage.source, plan)
+        update: Stmt = BufferStore(acc, combine(acc[zero], source), [zero])
+        if stage.condition is not None:
+            update = IfThenElse(_expr_to_shared(stage.condition, plan), update)
+        accumulate = For(
+            step,
+            0,
+            ceildiv(total, threads),
+            ForKind.SERIAL,
+            IfThenElse(flat < total, let_indices(flat, reduce_vars, reduce_extents, update)),
+        )
+    else:
+        source = loop.rewrite(stage.source)
+        if loop.keep is not None:  # a later stage reads the source back
+            update = seq(
+                BufferStore(loop.keep, source, [loop.step]),
+                BufferStore(acc, combine(acc[zero], loop.keep[loop.step]), [zero]),
+            )
+        else:
+            update = BufferStore(acc, combine(acc[zero], source), [zero])
+        if stage.condition is not None:
+            update = IfThenElse(loop.rewrite(stage.condition), update)
+        accumulate = loop.loop(tx, reduce_vars, reduce_extents, update)
     parts: list[Stmt] = [BufferStore(acc, start, [zero]), accumulate]
     warp = str(dtype) in SHUFFLE_DTYPES and threads >= WARP_SIZE
     if warp:
@@ -340,18 +364,43 @@ def block_per_row(plan: RowPlan, threads: int, parts: Callable[[Var, Var], list[
 
 
 def row_kernel(stages: list[Stage], plan: RowPlan) -> Stmt:
-    """The kernel: a block per row (see the module docstring)."""
+    """The kernel: a block per row (see the module docstring), each thread's share of a
+    stage run as :mod:`.row_cache` tunes it."""
+    nrows = len(plan.rows)
     threads = threads_for_loops(
-        stage.reduce_loops if stage.kind == "reduction" else split_loops(stage, len(plan.rows))[1]
+        stage.reduce_loops if stage.kind == "reduction" else split_loops(stage, nrows)[1]
         for stage in stages
     )
+    inner: list[tuple[list[Var], list[PrimExpr]]] = []
+    rows: list[list[Var]] = []
+    for stage in stages:
+        row_vars, loops, _ = split_loops(stage, nrows)
+        if stage.kind == "reduction":
+            loops = stage.reduce_loops
+        inner.append(([loop.loop_var for loop in loops], [loop.extent for loop in loops]))
+        rows.append(row_vars)
+    cache = plan_row_cache(stages, threads, plan.shared, inner, rows, plan.rows)
 
     def parts(row: Var, tx: Var) -> list[Stmt]:
-        return [
-            block_reduction(stage, plan, tx, threads, row)
-            if stage.kind == "reduction"
-            else _injective(stage, plan, tx, threads, row)
-            for stage in stages
-        ]
+        found: list[Stmt] = []
+        preload = cache.preload(row, tx)
+        if preload is not None:
+            found.append(preload)
+        for position, stage in enumerate(stages):
+            loop = cache.stage_loop(position)
+            if stage.kind == "reduction":
+                found.append(block_reduction(stage, plan, tx, threads, row, loop))
+                continue
+            assert stage.store is not None
+            row_vars, _, units = split_loops(stage, nrows)
+            body = loop.rewrite_stmt(stage.store)
+            stmt = seq(loop.loop(tx, *inner[position], body), barrier())
+            found.append(let_indices(row, row_vars, plan.rows, bind_units(units, stmt)))
+        if not cache.locals():
+            return found
+        body = seq(*found)
+        for buffer in cache.locals():
+            body = Allocate(buffer, body)
+        return [body]
 
     return block_per_row(plan, threads, parts)

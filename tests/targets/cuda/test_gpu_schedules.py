@@ -19,8 +19,10 @@ from relaxvm.ir.tir import (
     IfThenElse,
     PrimFunc,
     Stmt,
+    post_order_visit,
     run_prim_func,
     seq,
+    te,
 )
 from relaxvm.ir.tir.intrin_gpu import storage_sync
 from relaxvm_cuda.schedule import schedule_kind, schedule_prim_func
@@ -97,6 +99,99 @@ def test_layer_norm_rows() -> None:
         return (x - mean) / np.sqrt(var + 1e-5) * g + b
 
     _check(workloads.layer_norm(3, 50), "rows", expected=layer_norm)
+
+
+# ---- row kernels: unrolled steps, the row cache, kept sources, hoisted divisors -----------
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _layer_norm(x, g, b):  # type: ignore[no-untyped-def]
+    mean = x.mean(1, keepdims=True)
+    var = ((x - mean) ** 2).mean(1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * g + b
+
+
+def _locals(func: PrimFunc) -> dict[str, int]:
+    """Local buffers of ``func`` (name -> elements)."""
+    found: dict[str, int] = {}
+
+    def visit(node: object) -> None:
+        if isinstance(node, Allocate) and node.buffer.scope == "local":
+            found[node.buffer.name] = int(node.buffer.shape[0].value)  # type: ignore[attr-defined]
+
+    post_order_visit(func.body, visit)
+    return found
+
+
+def _loop_kinds(func: PrimFunc) -> list[ForKind]:
+    kinds: list[ForKind] = []
+    post_order_visit(func.body, lambda n: kinds.append(n.kind) if isinstance(n, For) else None)
+    return kinds
+
+
+def _guards(func: PrimFunc) -> int:
+    count = [0]
+    post_order_visit(
+        func.body, lambda n: count.__setitem__(0, count[0] + isinstance(n, IfThenElse))
+    )
+    return count[0]
+
+
+@pytest.mark.parametrize(("n", "m"), [(2, 1000), (2, 512), (3, 129), (2, 7)])
+def test_softmax_row_cache(n: int, m: int) -> None:
+    func = workloads.softmax(n, m)
+    _check(func, "rows", expected=_softmax)
+    scheduled = schedule_prim_func(func)
+    locals_ = _locals(scheduled)
+    steps = -(-m // 256) if m > 256 else 1
+    # x is loaded once into registers and exp(x - max) is kept for the last stage
+    assert locals_.get("X_row") == steps and locals_.get("T_sum_kept") == steps
+    assert ForKind.UNROLLED in _loop_kinds(scheduled)
+    assert ForKind.SERIAL not in _loop_kinds(scheduled)
+
+
+def test_whole_rows_drop_the_bound_checks() -> None:
+    exact = schedule_prim_func(workloads.softmax(2, 512))
+    ragged = schedule_prim_func(workloads.softmax(2, 500))
+    # a bound check per stage (max, sum, divide) and the preload, in the ragged row only
+    assert _guards(ragged) - _guards(exact) == 4
+
+
+def test_layer_norm_row_cache_with_a_ragged_row() -> None:
+    func = workloads.layer_norm(2, 1000)
+    _check(func, "rows", expected=_layer_norm)
+    assert _locals(schedule_prim_func(func)).get("X_row") == 4
+
+
+def test_a_long_row_is_neither_cached_nor_unrolled() -> None:
+    func = workloads.softmax(1, 256 * 33)
+    scheduled = schedule_prim_func(func)
+    assert "X_row" not in _locals(scheduled)
+    assert ForKind.UNROLLED not in _loop_kinds(scheduled)
+    _check(func, "rows", expected=_softmax)
+
+
+def test_a_buffer_written_by_a_stage_is_not_cached() -> None:
+    # Y is written by the first stage and read by the later ones: only X (never written)
+    # may be read from the thread's copy.
+    x = te.placeholder((3, 300), "float32", name="X")
+    y = te.compute((3, 300), lambda i, j: x[i, j] + 1.0, name="Y")
+    k = te.reduce_axis((0, 300), name="k")
+    s = te.compute((3,), lambda i: te.sum(y[i, k] * x[i, k], axis=k), name="S")
+    out = te.compute((3, 300), lambda i, j: x[i, j] / s[i] + y[i, j], name="O")
+    func = te.create_prim_func([x, y, out], name="f")
+    scheduled = schedule_prim_func(func)
+    assert schedule_kind(scheduled) == "rows"
+    assert set(_locals(scheduled)) >= {"X_row"} and "Y_row" not in _locals(scheduled)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 300)).astype("float32")
+    got_y, got = np.zeros_like(a), np.zeros_like(a)
+    run_prim_func(scheduled, a, got_y, got)
+    ya = a + 1
+    np.testing.assert_allclose(got_y, ya, rtol=1e-6)
+    np.testing.assert_allclose(got, a / (ya * a).sum(1, keepdims=True) + ya, rtol=1e-5, atol=1e-5)
 
 
 def test_matmul_with_bias_and_relu() -> None:

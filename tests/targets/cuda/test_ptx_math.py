@@ -7,6 +7,9 @@ the host CPU (the whitelisted intrinsics lower there too) and run on arrays, aga
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -14,7 +17,7 @@ import numpy as np
 import pytest
 
 from relaxvm.runtime.dtype import DataType
-from relaxvm_cuda import codegen_math
+from relaxvm_cuda import codegen_fmod, codegen_math
 from relaxvm_cuda.errors import CUDABuildError
 from relaxvm_llvm import jit
 
@@ -45,21 +48,31 @@ class _Gen:
 
 
 def _compile(name: str, dtype: str, arity: int):  # type: ignore[no-untyped-def]
+    def emit(gen: _Gen, values: list[ir.Value]) -> ir.Value:
+        builder = gen.builder
+        # computed in the type the code generator picks (float64 for most float32 functions)
+        wide = codegen_math.compute_type(name, DataType(dtype))
+        if wide != DataType(dtype):
+            values = [builder.fpext(v, _TYPES[str(wide)]) for v in values]
+        result = codegen_math._compute(gen, name, values, wide)
+        if wide != DataType(dtype):
+            result = builder.fptrunc(result, _TYPES[dtype])
+        return result
+
+    return _compile_ir(emit, f"math_{name}", dtype, arity)
+
+
+def _compile_ir(emit, label: str, dtype: str, arity: int):  # type: ignore[no-untyped-def]
+    """Compile ``out = emit(gen, [a, b][:arity])`` for the host and return a scalar caller."""
     ty = _TYPES[dtype]
-    module = ir.Module(name=f"math_{name}")
+    module = ir.Module(name=label)
     module.triple = jit.process_triple()
     ptr = ty.as_pointer()
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr]), "f")
     builder = ir.IRBuilder(fn.append_basic_block())
     gen = _Gen(module, builder)
     values = [builder.load(fn.args[k]) for k in range(arity)]
-    # computed in the type the code generator picks (float64 for most float32 functions)
-    wide = codegen_math.compute_type(name, DataType(dtype))
-    if wide != DataType(dtype):
-        values = [builder.fpext(v, _TYPES[str(wide)]) for v in values]
-    result = codegen_math._compute(gen, name, values, wide)
-    if wide != DataType(dtype):
-        result = builder.fptrunc(result, ty)
+    result = emit(gen, values)
     builder.store(result, fn.args[2])
     builder.ret_void()
     with jit.LLVM_LOCK:
@@ -87,7 +100,7 @@ def _compile(name: str, dtype: str, arity: int):  # type: ignore[no-untyped-def]
     return run
 
 
-_REFS = {
+_REFS: dict[str, tuple[Callable[..., Any] | None, np.ndarray]] = {
     "exp": (np.exp, np.linspace(-80, 80, 41)),
     "exp2": (np.exp2, np.linspace(-120, 120, 41)),
     "log": (np.log, np.geomspace(1e-30, 1e30, 41)),
@@ -150,3 +163,144 @@ def test_pow_follows_numpy(dtype: str) -> None:
             assert np.isnan(got), (x, y)
         else:
             assert got == pytest.approx(float(want), rel=1e-6), (x, y, got)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Elementwise: equal values with equal signs (zeros and infinities), or both NaN."""
+    both_nan = np.isnan(got) & np.isnan(want)
+    with np.errstate(invalid="ignore"):
+        equal = (got == want) & (np.signbit(got) == np.signbit(want))
+    return both_nan | equal
+
+
+def _grid(run, xs: np.ndarray, ys: np.ndarray, dtype: str):  # type: ignore[no-untyped-def]
+    """``run`` over the cross product of ``xs`` and ``ys``: (x, y, got) arrays of ``dtype``."""
+    x, y = (a.ravel() for a in np.meshgrid(xs.astype(dtype), ys.astype(dtype), indexing="ij"))
+    got = np.array([run(float(a), float(c)) for a, c in zip(x, y, strict=True)], dtype)
+    return x, y, got
+
+
+_INF, _NAN = float("inf"), float("nan")
+_TINY = {"float32": 1e-40, "float64": 5e-324}  # subnormals
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_special_values_match_numpy(dtype: str) -> None:
+    tiny = _TINY[dtype]
+    xs = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1.5, -2.5, 7.0,
+                   _INF, -_INF, _NAN, tiny, -tiny, 1e30, -1e30, 1e-30, 0.999, -1.001])  # fmt: skip
+    ys = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, 1.5, -1.5, 11.0,
+                   _INF, -_INF, _NAN, tiny, -tiny, 1e-40, 1e20, -1e20, 2.0**53, 2.0**53 + 2,
+                   1e6 + 1, 2047.0, -2047.0, 2049.0])  # fmt: skip
+    x, y, got = _grid(_compile("pow", dtype, 2), xs, ys, dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    # Special results (NaN, infinities, zeros, +-1) and their signs exactly, the rest closely.
+    special = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)
+    bad = special & ~_same(got, want)
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad], want[bad], strict=True))[:10]
+    rtol = 2e-6 if dtype == "float32" else 1e-12
+    close = np.isclose(got, want, rtol=rtol, atol=0.0) & (np.signbit(got) == np.signbit(want))
+    bad = ~special & ~close
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad], want[bad], strict=True))[:10]
+
+
+def test_pow_of_minus_inf_to_a_tiny_power_is_inf() -> None:
+    run = _compile("pow", "float32", 2)  # found on an H200: NaN instead of numpy's +inf
+    assert run(-_INF, float(np.float32(1e-40))) == _INF
+    assert run(-_INF, -float(np.float32(1e-40))) == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_integer_powers_are_exact(dtype: str) -> None:
+    run = _compile("pow", dtype, 2)
+    mantissa = 24 if dtype == "float32" else 53
+    assert (run(5.0, 2.0), run(4.0, 2.0), run(4.0, 3.0)) == (25.0, 16.0, 64.0)
+    checked = 0
+    for a in range(-13, 14):
+        for n in range(0, 40):
+            exact = a**n
+            if abs(exact) < 2**mantissa:
+                assert run(float(a), float(n)) == exact, (a, n)
+                checked += 1
+    assert checked > 300
+    # Powers of two over the whole exponent range, and reciprocals (one rounding).
+    top = 127 if dtype == "float32" else 1023
+    for n in (1, 10, 100, top):
+        assert run(2.0, float(n)) == 2.0**n and run(0.5, float(-n)) == 2.0**n, n
+        assert run(-2.0, float(n)) == (-2.0) ** n, n
+    for n in range(1, 20):
+        got = run(10.0, float(-n))
+        if dtype == "float64":  # one correctly rounded division of an exact power
+            assert got == float(Fraction(1, 10**n)), n
+        else:  # numpy's powf is off by one ulp at 1e-5: within an ulp of it
+            want = np.power(np.float32(10.0), np.float32(-n))
+            assert abs(np.float32(got) - want) <= np.spacing(want), n
+    with np.errstate(over="ignore"):  # inf on both sides
+        assert run(3.0, 1500.0) == np.power(np.array(3.0, dtype), np.array(1500.0, dtype))
+
+
+def _mod_runner(dtype: str, floor: bool):  # type: ignore[no-untyped-def]
+    def emit(gen: _Gen, values: list[ir.Value]) -> ir.Value:
+        return codegen_fmod.emit_float_mod(gen, values[0], values[1], floor)
+
+    return _compile_ir(emit, f"mod_{floor}", dtype, 2)
+
+
+def _mod_operands(dtype: str) -> np.ndarray:
+    info = np.finfo(dtype)
+    tiny = float(info.smallest_subnormal)
+    return np.array([0.0, -0.0, 1.0, -1.0, 1.5, -1.5, 3.0, -3.0, 0.1, -7.25, 2.5, 1e-3,
+                     3e-42, -3e-42, 1e-45, tiny, -tiny, 3 * tiny, float(info.tiny),
+                     1e30, -1e30, 3e38, float(info.max), -float(info.max), 1e300, 1e-300,
+                     _INF, -_INF, _NAN])  # fmt: skip
+
+
+@pytest.mark.parametrize("floor", [False, True], ids=["mod", "floor_mod"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_mod_matches_numpy_exactly(dtype: str, floor: bool) -> None:
+    reference = np.remainder if floor else np.fmod
+    run = _mod_runner(dtype, floor)
+    with np.errstate(all="ignore"):  # values out of range of float32 become inf on purpose
+        operands = _mod_operands(dtype).astype(dtype)
+    x, y, got = _grid(run, operands, operands, dtype)
+    rng = np.random.default_rng(0)
+    width = np.uint32 if dtype == "float32" else np.uint64
+    info = np.iinfo(width)
+    words = rng.integers(0, info.max, size=(2, 1500), dtype=width, endpoint=True)
+    rx, ry = words.view(dtype)
+    rgot = np.array([run(float(a), float(c)) for a, c in zip(rx, ry, strict=True)], dtype)
+    x, y, got = np.concatenate([x, rx]), np.concatenate([y, ry]), np.concatenate([got, rgot])
+    with np.errstate(all="ignore"):
+        want = reference(x, y)
+    bad = ~_same(got, want)
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad], want[bad], strict=True))[:10]
+
+
+def test_float_mod_cases_found_on_a_gpu() -> None:
+    floor_mod = _mod_runner("float32", True)
+    got = floor_mod(1.5, float(np.float32(-3e-42)))
+    assert got == float(np.remainder(np.float32(1.5), np.float32(-3e-42))) and got < 0
+    assert np.isnan(_mod_runner("float32", False)(-_INF, _INF))
+    fmod64 = _mod_runner("float64", False)
+    assert fmod64(3e38, 1e-45) == float(np.fmod(3e38, 1e-45))
+    assert fmod64(1e308, 5e-324) == float(np.fmod(1e308, 5e-324))
+
+
+@pytest.mark.parametrize("floor", [False, True], ids=["mod", "floor_mod"])
+def test_float16_mod_matches_numpy_exactly(floor: bool) -> None:
+    half = ir.HalfType()
+
+    def emit(gen: _Gen, values: list[ir.Value]) -> ir.Value:  # float32 in and out
+        b = gen.builder
+        x, y = (b.fptrunc(v, half) for v in values)
+        return b.fpext(codegen_fmod.emit_float_mod(gen, x, y, floor), _TYPES["float32"])
+
+    run = _compile_ir(emit, "mod_half", "float32", 2)
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    x, y = np.random.default_rng(1).choice(every, size=(2, 3000))
+    got = np.array([run(float(a), float(c)) for a, c in zip(x, y, strict=True)], np.float16)
+    with np.errstate(all="ignore"):
+        want = (np.remainder if floor else np.fmod)(x, y)
+    bad = ~_same(got, want)
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad], want[bad], strict=True))[:10]

@@ -106,11 +106,13 @@ class M:
 
 
 def test_call_packed_and_call_dps_packed(make_vm: MakeVM) -> None:
+    # Device-agnostic: read with .numpy() and write with copyfrom (a GPU tensor's memory is
+    # not host-accessible, so host_array() would raise there).
     def scale(t: relaxvm.Tensor, k: int) -> relaxvm.Tensor:
-        return relaxvm.tensor(t.numpy() * k)
+        return relaxvm.tensor(t.numpy() * k, device=t.device)
 
     def dps_sub(a: relaxvm.Tensor, b: relaxvm.Tensor, out: relaxvm.Tensor) -> None:
-        np.subtract(a.host_array(), b.host_array(), out=out.host_array())
+        out.copyfrom(a.numpy() - b.numpy())
 
     source = (
         HEADER
