@@ -82,7 +82,12 @@ class DeviceAttribute:
 
 
 class Driver(Protocol):
-    """What the CUDA runtime needs from a driver. ``ordinal`` is the device number."""
+    """What the CUDA runtime needs from a driver. ``ordinal`` is the device number.
+
+    A driver may also offer ``prepare_launch`` (same parameters as :meth:`launch`, returning
+    a callable of no arguments that launches): kernels then bind each launch once and repeat
+    it without marshalling the parameters again (:meth:`CUDADriver.prepare_launch`).
+    """
 
     def device_count(self) -> int:
         """Number of CUDA devices."""
@@ -506,6 +511,42 @@ class CUDADriver:
             None,
             context=f"launching a kernel with grid {grid}, block {block}",
         )
+
+    def prepare_launch(
+        self,
+        ordinal: int,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        params: Sequence[Any],
+    ) -> Callable[[], None]:
+        """:meth:`launch` bound once: a callable of no arguments that makes the device's
+        context current and launches, with the kernel-parameter array built here (the
+        driver copies the values at each launch, so one array serves every launch). What a
+        kernel repeats for arguments it has checked already."""
+        self._activate(ordinal)  # retains the primary context once, here
+        context = self._contexts[ordinal]
+        set_current = self._fn["cuCtxSetCurrent"]
+        launch = self._fn["cuLaunchKernel"]
+        error_name = self._error_name
+        keep = tuple(params)  # the values' storage must live as long as the array
+        pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(p) for p in keep])
+        gx, gy, gz = grid
+        bx, by, bz = block
+        where = f"launching a kernel with grid {grid}, block {block}"
+
+        def run(_keep: tuple[Any, ...] = keep) -> None:
+            # As _activate: the current context is set before every launch (another library
+            # may have changed it); only the checks of the results are inlined.
+            result = set_current(context)
+            if result:
+                check(result, "cuCtxSetCurrent", error_name)
+            result = launch(function, gx, gy, gz, bx, by, bz, shared_bytes, None, pointers, None)
+            if result:
+                check(result, "cuLaunchKernel", error_name, context=where)
+
+        return run
 
     def __repr__(self) -> str:
         return f"<CUDADriver {self.library!r}>"

@@ -23,13 +23,21 @@ from relaxvm.runtime.dtype import DataType
 from relaxvm.runtime.tensor import Tensor
 from relaxvm_llvm.argcheck import checks_overlap, overlap_pairs, overlaps
 from relaxvm_llvm.kernel_callers import HELPERS, compact_strides, int_range
-from relaxvm_llvm.signature import BufferParam, ExprData, ScalarParam, expr_source, expr_text
+from relaxvm_llvm.signature import (
+    BufferParam,
+    ExprData,
+    KernelSignature,
+    ScalarParam,
+    expr_source,
+    expr_text,
+)
 
 from .device import CUDA_DEVICE_TYPE
 from .driver import (
     FUNC_MAX_THREADS_PER_BLOCK,
     DeviceAttribute,
     Driver,
+    get_driver,
 )
 from .program import LAUNCH_AXES, PTXKernel
 from .runtime_errors import CUDAOutOfMemoryError
@@ -165,20 +173,46 @@ def index_error(words: Sequence[int]) -> VMIndexError | CUDAOutOfMemoryError:
 
 
 _CHECKED_CALLS = 256
+# A prepared launch: the driver it was made with, the launch, the module's state on the
+# device and the device ordinal.
+_Prepared = tuple[Any, "Callable[[], None]", "DeviceState", int]
 
 
-def _call_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """What a call's checks depend on, or None when an argument is not a plain Tensor/int."""
-    parts: list[Any] = []
-    for arg in args:
-        kind = type(arg)
-        if kind is Tensor:
-            parts.append((arg.data_ptr, arg.shape, arg.dtype, arg.device))
-        elif kind is int:
-            parts.append(arg)
+def _key_function(signature: KernelSignature) -> Callable[[tuple[Any, ...]], Any]:
+    """What a call's checks depend on, as a function of the arguments: a flat tuple of each
+    buffer's address, shape, dtype and device and each scalar's value, or None when an
+    argument is not a plain Tensor (buffer) or int (scalar) where the signature has one, or
+    the count is wrong (such calls are checked in full, and rejected there).
+
+    Generated once per kernel from the parameters' kinds alone (a fixed text per kind, and
+    argument positions), never from names or text a file supplies.
+    """
+    if not signature.params:
+        return lambda args: () if not args else None
+    names, conditions, parts = [], [], []
+    for k, param in enumerate(signature.params):
+        a = f"a{k}"
+        names.append(a)
+        if isinstance(param, BufferParam):
+            conditions.append(f"{a}.__class__ is _Tensor")
+            parts.append(
+                f"{a}.storage.data_ptr + {a}.byte_offset, {a}.shape, {a}.dtype, {a}.device"
+            )
         else:
-            return None
-    return tuple(parts)
+            conditions.append(f"{a}.__class__ is int")
+            parts.append(a)
+    source = (
+        f"def key(args):\n"
+        f"    if len(args) != {len(names)}:\n"
+        f"        return None\n"
+        f"    {', '.join(names)}, = args\n"
+        f"    if {' and '.join(conditions)}:\n"
+        f"        return ({', '.join(parts)},)\n"
+        f"    return None\n"
+    )
+    namespace: dict[str, Any] = {"_Tensor": Tensor}
+    exec(compile(source, f"<cuda kernel {signature.name} call key>", "exec"), namespace)
+    return namespace["key"]  # type: ignore[no-any-return]
 
 
 class DeviceState:
@@ -203,7 +237,9 @@ class CUDAKernel:
         self._launch = _launch_function(kernel)
         self._overlap = checks_overlap(self.signature)
         checking = module._checking
-        self._checked: dict[tuple[Any, ...], Any] = {}
+        # Per call key (_key_function): the launch prepared for arguments that passed the checks.
+        self._prepared: dict[tuple[Any, ...], _Prepared] = {}
+        self._key = _key_function(self.signature)
         self._within_limits: set[tuple[int, tuple[int, ...]]] = set()
         # Read when the module is made (built or loaded), not per launch.
         self._blocking = os.environ.get(LAUNCH_BLOCKING_ENV, "").strip() not in ("", "0")
@@ -221,20 +257,31 @@ class CUDAKernel:
     def __call__(self, *args: Any) -> None:
         """Check the arguments, then launch the kernel (outputs are written in place)."""
         # The checks depend only on each tensor's address, shape, dtype and device and on the
-        # scalars' values: a repeated call (the VM reuses its planned memory) skips them.
-        key = _call_key(args)
-        checked = self._checked.get(key) if key is not None else None
-        if checked is None:
-            values, pointers, ordinal = self.check_args(args)
-            checked = (values, pointers, ordinal, self.launch_extents(values))
-            if key is not None:
-                if len(self._checked) >= _CHECKED_CALLS:
-                    self._checked.clear()
-                    self._within_limits.clear()
-                self._checked[key] = checked
-        values, pointers, ordinal, extents = checked
+        # scalars' values: a repeated call (the VM reuses its planned memory) skips them and
+        # reuses the launch prepared for those arguments (function handle, extents, kernel
+        # parameters already in ctypes memory). The driver must be the one it was prepared
+        # with (set_driver may replace it; CUDAModule.unload drops every prepared launch).
+        key = self._key(args)
+        prepared = self._prepared.get(key) if key is not None else None
+        if prepared is None or prepared[0] is not get_driver():
+            prepared = self._prepare(args, key)
+            if prepared is None:
+                return  # an empty grid or block: nothing to compute
+        _, launch, state, ordinal = prepared
+        launch()
+        if self._checks_indices:
+            # Reading the slot waits for the kernel: only kernels with user indices pay it.
+            self._module._raise_index_error(state, ordinal)
+        elif self._blocking:
+            state.driver.synchronize(ordinal)
+
+    def _prepare(self, args: tuple[Any, ...], key: tuple[Any, ...] | None) -> _Prepared | None:
+        """Check ``args`` in full and prepare their launch (remembered under ``key``); None
+        for an empty grid or block (checked every time: such launches are rare)."""
+        values, pointers, ordinal = self.check_args(args)
+        extents = self.launch_extents(values)
         if 0 in extents:
-            return  # an empty grid or block: nothing to compute
+            return None
         state = self._module._state(ordinal)
         function = self._module._function(state, ordinal, self.kernel.symbol)
         if (id(state), extents) not in self._within_limits:
@@ -244,14 +291,24 @@ class CUDAKernel:
         params += [ctypes.c_int64(v) for v in values]
         grid = (extents[0], extents[1], extents[2])
         block = (extents[3], extents[4], extents[5])
-        state.driver.launch(
-            ordinal, function, grid, block, self.kernel.dynamic_shared_bytes, params
-        )
-        if self._checks_indices:
-            # Reading the slot waits for the kernel: only kernels with user indices pay it.
-            self._module._raise_index_error(state, ordinal)
-        elif self._blocking:
-            state.driver.synchronize(ordinal)
+        shared = self.kernel.dynamic_shared_bytes
+        driver = state.driver
+        # A driver that can bind a launch once (CUDADriver) gives a call without
+        # per-launch marshalling; any other (test doubles, the simulator) is called as is.
+        bind = getattr(driver, "prepare_launch", None)
+        if bind is not None:
+            launch = bind(ordinal, function, grid, block, shared, params)
+        else:
+            launch = functools.partial(
+                driver.launch, ordinal, function, grid, block, shared, params
+            )
+        prepared: _Prepared = (driver, launch, state, ordinal)
+        if key is not None:
+            if len(self._prepared) >= _CHECKED_CALLS:
+                self._prepared.clear()
+                self._within_limits.clear()
+            self._prepared[key] = prepared
+        return prepared
 
     def launch_extents(self, values: Sequence[int]) -> tuple[int, ...]:
         """Grid x, y, z and block x, y, z for the variables ``values``.

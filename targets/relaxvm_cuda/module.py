@@ -233,6 +233,7 @@ class CUDAModule(Module):
             states, self._states = self._states, {}
             for kernel in self._functions.values():
                 kernel._within_limits.clear()  # type: ignore[attr-defined]
+                kernel._prepared.clear()  # type: ignore[attr-defined]  # handles now invalid
         for ordinal, state in states.items():
             state.driver.module_unload(ordinal, state.handle)
 

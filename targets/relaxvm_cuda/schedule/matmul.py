@@ -12,13 +12,20 @@ output's last axis is N, so consecutive threads store consecutive elements.
 Each block computes a ``BM x BN`` tile (16 to 128 a side, by the sizes; a symbolic side
 facing a static one of at most 64 gets 64, for more blocks) of one batch element
 with 256 threads (16 x 16), each thread a ``BM/16 x BN/16`` micro-tile (up to 8 x 8) kept in
-registers (the unrolled loops index a local
-array with constants, which LLVM promotes to registers). For every ``BK = 16`` slice of K,
-the block stages ``a`` (BK x BM, padded by one column against bank conflicts) and ``b``
-(BK x BN) in shared memory, zero-filled outside the matrix, then each thread multiplies the
-slice's rows into its micro-tile. Elementwise consumers (bias, activation) are folded into
-the final store (:func:`relaxvm.ir.tir.stage_epilogue.find_epilogue`); out-of-range
-elements of the last tiles are guarded.
+registers (the unrolled loops index a local array with constants, which LLVM promotes to
+registers), its rows and columns in groups of 4 adjacent ones so that its shared-memory
+reads are 16-byte vector loads. For every ``BK = 16`` slice of K, the block stages ``a``
+(BK x BM, padded against bank conflicts) and ``b`` (BK x BN) in shared memory, zero-filled
+outside the matrix, then each thread multiplies the slice's rows into its micro-tile while
+its share of the next slice is already loading into registers. Elementwise consumers (bias,
+activation) are folded into the final store
+(:func:`relaxvm.ir.tir.stage_epilogue.find_epilogue`); out-of-range elements of the last
+tiles are guarded.
+
+Fewer than :data:`FILL_BLOCKS` blocks would leave most multiprocessors idle: a static
+product that small takes the smaller :data:`SMALL_TILE` tiling outright, and a product with
+a symbolic side holds both tilings in one kernel and picks one at each launch (the grid
+size follows the choice).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 
 from relaxvm.ir import IntImm, Mul, PrimExpr, Var
 from relaxvm.ir.expr_functor import free_vars, substitute
-from relaxvm.ir.op import cast, const
+from relaxvm.ir.op import cast, const, max_expr, min_expr
 from relaxvm.ir.tir import (
     Allocate,
     Buffer,
@@ -52,6 +59,15 @@ __all__ = ["GemmPlan", "gemm_kernel", "plan_gemm"]
 #: Threads per block (a 16 x 16 grid) and the depth of a K slice.
 SIDE = 16
 BK = 16
+#: Fewer blocks than this leave multiprocessors idle (an H100/H200 has 132, an A100 108):
+#: the small tiling below then spreads the work wider.
+FILL_BLOCKS = 128
+#: (bm, bn, bk) of the small tiling: a 2 x 4 micro-tile per thread, so a skinny product (a
+#: batch of 64 rows) runs as many short blocks instead of a few long ones. Measured on an
+#: H200 (the 512-wide MLP of benchmarks/bench_cuda.py, three such products per call): batch
+#: 64 in 83 us against 235 us with the large tiling alone, batch 1024 in 136 us against 240;
+#: one output per thread (16 x 16, K slices of 64) was as fast at 64 but 354 us at 1024.
+SMALL_TILE = (32, 64, 16)
 
 
 @dataclass
@@ -71,6 +87,8 @@ class GemmPlan:
     bm: int
     bn: int
     bk: int = BK  # the depth of a K slice
+    #: (bm, bn, bk) for launches whose extents leave ``bm x bn`` tiles too few blocks.
+    small: tuple[int, int, int] | None = None
 
 
 def _split_product(source: PrimExpr) -> tuple[PrimExpr, PrimExpr, PrimExpr, Var, Var] | None:
@@ -142,7 +160,19 @@ def plan_gemm(stages: list[Stage], scratch: list[Buffer]) -> GemmPlan | None:
         bm = 64
     if not isinstance(big_n, IntImm) and isinstance(big_m, IntImm) and bm <= 64:
         bn = 64
-    return GemmPlan(stage, epilogue, a, b, template, va, vb, batch, m_side, n_side, bm, bn)
+    plan = GemmPlan(stage, epilogue, a, b, template, va, vb, batch, m_side, n_side, bm, bn)
+    sides = (big_m, big_n, *(lp.extent for lp in batch))
+    small = (min(bm, SMALL_TILE[0]), min(bn, SMALL_TILE[1]), SMALL_TILE[2])
+    if small == (bm, bn, BK):
+        return plan
+    if all(isinstance(e, IntImm) for e in sides):
+        # Static: the small tiling outright when the large one leaves the GPU mostly idle.
+        blocks = product([*sides[2:], ceildiv(big_m, bm), ceildiv(big_n, bn)])
+        if isinstance(blocks, IntImm) and blocks.value < FILL_BLOCKS:
+            plan.bm, plan.bn, plan.bk = small
+        return plan
+    plan.small = small
+    return plan
 
 
 def _unrolled(name: str, extent: int, make: Callable[[Var], Stmt]) -> For:
@@ -151,11 +181,44 @@ def _unrolled(name: str, extent: int, make: Callable[[Var], Stmt]) -> For:
 
 
 def gemm_kernel(plan: GemmPlan) -> Stmt:
-    """The tiled kernel of ``plan`` (see the module docstring)."""
+    """The tiled kernel of ``plan`` (see the module docstring).
+
+    With ``plan.small`` set (a symbolic side), the kernel holds two tilings and picks one
+    per launch from the extents: ``plan.small``'s when ``plan``'s own would launch fewer
+    than :data:`FILL_BLOCKS` blocks (a small batch leaves most multiprocessors idle, and
+    the few busy ones run long K loops), else ``plan``'s. The choice is uniform over the
+    block, so the barriers inside either branch are reached by every thread."""
+    threads = SIDE * SIDE
+    big_blocks, big_thread = _tile_program(plan, plan.bm, plan.bn, plan.bk)
+    if plan.small is None:
+        nblocks, thread = big_blocks, big_thread
+    else:
+        small_blocks, small_thread = _tile_program(plan, *plan.small)
+        few = big_blocks < FILL_BLOCKS
+        # select(few, small, big) in the arithmetic a launch extent may use (an integer
+        # indicator from min/max): the grid is computed from it at every launch.
+        use_small = min_expr(max_expr(FILL_BLOCKS - big_blocks, 0), 1)
+        nblocks = use_small * small_blocks + (1 - use_small) * big_blocks
+
+        def thread(block: Var, tid: Var) -> Stmt:
+            return IfThenElse(few, small_thread(block, tid), big_thread(block, tid))
+
+    return bound_loop(
+        "blockIdx_x",
+        cast(nblocks, "int64"),
+        "blockIdx.x",
+        lambda block: bound_loop("threadIdx_x", threads, "threadIdx.x", lambda t: thread(block, t)),
+    )
+
+
+def _tile_program(
+    plan: GemmPlan, bm: int, bn: int, bk: int
+) -> tuple[PrimExpr, Callable[[Var, Var], Stmt]]:
+    """The block count and the per-thread program of ``plan`` tiled ``bm x bn`` with K
+    slices of ``bk``."""
     stage, ep = plan.stage, plan.epilogue
     assert stage.init is not None
     threads = SIDE * SIDE
-    bm, bn, bk = plan.bm, plan.bn, plan.bk
     rm, rn = bm // SIDE, bn // SIDE
     m_vars = [lp.loop_var for lp in plan.m]
     n_vars = [lp.loop_var for lp in plan.n]
@@ -275,12 +338,7 @@ def gemm_kernel(plan: GemmPlan) -> Stmt:
         body = let_indices(flat_batch, b_vars, b_ext, body) if b_vars else body
         return Allocate(s_a, Allocate(s_b, body))
 
-    return bound_loop(
-        "blockIdx_x",
-        cast(nblocks, "int64"),
-        "blockIdx.x",
-        lambda block: bound_loop("threadIdx_x", threads, "threadIdx.x", lambda t: thread(block, t)),
-    )
+    return nblocks, thread
 
 
 def _spread(thread: PrimExpr, r: PrimExpr, group: int) -> PrimExpr:

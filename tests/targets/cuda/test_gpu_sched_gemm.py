@@ -25,7 +25,9 @@ from relaxvm.ir.tir import (
 from relaxvm.ir.tir.intrin_gpu import ShflDown, shfl_down, storage_sync
 from relaxvm_cuda.codegen import compile_ptx
 from relaxvm_cuda.ptxas import find_ptxas
+from relaxvm_cuda.schedule import matmul as matmul_schedule
 from relaxvm_cuda.schedule import schedule_kind, schedule_prim_func
+from relaxvm_cuda.schedule.matmul import FILL_BLOCKS, SMALL_TILE, GemmPlan, plan_gemm
 from relaxvm_llvm.schedule import workloads
 
 
@@ -70,13 +72,17 @@ def test_matmul_with_a_symbolic_row_count() -> None:
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
 
-def _tiles(func: PrimFunc) -> tuple[int, int]:
+def _plan(func: PrimFunc) -> GemmPlan:
     from relaxvm.ir.tir.stages import parse_stages
-    from relaxvm_cuda.schedule.matmul import plan_gemm
 
     scratch, stages = parse_stages(func)
     plan = plan_gemm(stages, scratch)
     assert plan is not None
+    return plan
+
+
+def _tiles(func: PrimFunc) -> tuple[int, int]:
+    plan = _plan(func)
     return plan.bm, plan.bn
 
 
@@ -85,10 +91,36 @@ def test_a_symbolic_side_facing_a_narrow_one_takes_64_wide_tiles() -> None:
     assert _tiles(workloads.matmul(n, 4096, 64)) == (128, 128)  # both sides large
     assert _tiles(workloads.matmul(n, 35, 19)) == (64, 64)  # skinny: twice the blocks
     assert _tiles(workloads.matmul(n, 9, 19)) == (64, 16)
-    assert _tiles(workloads.matmul(300, 35, 19)) == (128, 64)  # static: by the sizes
+    assert _tiles(workloads.matmul(20000, 35, 19)) == (128, 64)  # static: by the sizes
     # Two row tiles of 64 with a ragged second one.
     a, b, out = _run_scheduled(workloads.matmul(n, 9, 5), "gemm", n=70)
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_static_product_of_few_large_tiles_takes_the_small_tiling() -> None:
+    # 300 x 35 in 128 x 64 tiles is 3 blocks: most multiprocessors would idle.
+    plan = _plan(workloads.matmul(300, 35, 19))
+    assert (plan.bm, plan.bn, plan.bk, plan.small) == (*SMALL_TILE, None)
+    big = _plan(workloads.matmul(2048, 1024, 19))
+    assert (big.bm, big.bn, big.bk, big.small) == (128, 128, 16, None)
+    a, b, out = _run_scheduled(workloads.matmul(300, 35, 19), "gemm")
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fill", [FILL_BLOCKS, 1], ids=["small-launch", "large-launch"])
+def test_a_symbolic_side_picks_its_tiling_at_each_launch(
+    fill: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One kernel, two tilings: the launch extents decide (with fill 1 the 64 x 64 tiling
+    # always launches enough blocks, so the large branch runs).
+    monkeypatch.setattr(matmul_schedule, "FILL_BLOCKS", fill)
+    n = Var("n", "int64")
+    func = workloads.matmul(n, 35, 70, bias=True, relu=True)
+    plan = _plan(func)
+    assert (plan.bm, plan.bn, plan.small) == (64, 64, SMALL_TILE)
+    for rows in (5, 70):
+        a, b, bias, out = _run_scheduled(func, "gemm", n=rows)
+        np.testing.assert_allclose(out, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_strided_padded_conv2d_is_an_implicit_gemm() -> None:
