@@ -611,13 +611,37 @@ def set_driver(driver: Driver | None) -> Driver | None:
     current driver and any remembered failure, so the next :func:`get_driver` loads the
     library again (``RELAXVM_CUDA_LIBRARY`` is read then). Returns the previous driver.
 
-    Modules and buffers made with one driver must not be used with another.
+    Modules and buffers made with one driver must not be used with another: the memory that
+    relaxvm's pools cache is given back through the outgoing driver first, so no block of one
+    driver (or of a context it may have released) is handed out under the next.
     """
     global _driver, _failure, _pid
     with _lock:
         previous = _driver
+    if previous is not None and previous is not driver:
+        _release_pooled_memory()
+    with _lock:
+        previous = _driver
         _driver, _failure, _pid = driver, None, os.getpid()
     return previous
+
+
+def _release_pooled_memory() -> None:
+    import gc
+
+    from relaxvm.runtime.memory import clear_pools
+
+    from .device import cuda_device_api
+
+    # VMs hold reference cycles: collected later, they would release their blocks into the
+    # pools after the switch. Collect them now, then empty relaxvm's pools (into the CUDA
+    # allocators' caches) and those caches (to the outgoing driver).
+    gc.collect()
+    try:
+        clear_pools()
+        cuda_device_api().release_cached()
+    except Exception:  # a broken outgoing driver: its blocks are lost with it, not reused
+        pass
 
 
 def driver_unavailable_reason() -> str | None:

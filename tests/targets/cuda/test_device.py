@@ -208,3 +208,20 @@ def test_buffers_of_a_replaced_driver_are_refused(fake_driver: Any) -> None:
     set_driver(type(fake_driver)())
     with pytest.raises(VMValueError, match="allocated through another CUDA driver"):
         api.copy_to_host(buffer, 0, np.zeros(8, "uint8"))
+
+
+def test_replacing_the_driver_gives_pooled_memory_back_through_the_old_one(
+    fake_driver: Any,
+) -> None:
+    from relaxvm_cuda.driver import set_driver
+
+    t = relaxvm.tensor(np.ones(1000, "float32"), relaxvm.cuda())
+    del t  # into relaxvm's pool: a tensor made next of that size would reuse the block
+    assert fake_driver.blocks
+    successor = type(fake_driver)()
+    set_driver(successor)
+    # Every block went back through the outgoing driver; the successor allocates its own.
+    assert not fake_driver.blocks and fake_driver.calls.count("mem_free") >= 1
+    u = relaxvm.tensor(np.full(1000, 2, "float32"), relaxvm.cuda())
+    assert successor.calls.count("mem_alloc") == 1 and "mem_free" not in successor.calls
+    np.testing.assert_array_equal(u.numpy(), np.full(1000, 2))

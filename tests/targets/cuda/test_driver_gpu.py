@@ -169,3 +169,29 @@ def test_compiled_model_runs_exports_and_loads(requires_gpu: Any, tmp_path: Path
         vm = relaxvm.VirtualMachine(executable, relaxvm.cuda())
         y = vm["main"](relaxvm.tensor(x, relaxvm.cuda()), relaxvm.tensor(w, relaxvm.cuda()))
         np.testing.assert_allclose(y.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("exec_mode", ["bytecode", "compiled"])
+def test_a_function_mixing_host_and_device_runs(requires_gpu: Any, exec_mode: str) -> None:
+    # Shape computation on the host, kernels on the GPU, R.to_vdevice both ways, a host
+    # argument copied to the device and a result left on the host.
+    from relaxvm.script import ir as I
+    from relaxvm.script import relax as R
+
+    @I.ir_module
+    class Mixed:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor((4,), "float32")):
+            z = R.add(x, y)
+            on_host = R.to_vdevice(z, "cpu:0")
+            back = R.to_vdevice(on_host, "cuda:0")
+            return (R.sum(back, axis=1), on_host)
+
+    ex = relaxvm.compile(Mixed, target="cuda", exec_mode=exec_mode)
+    vm = relaxvm.VirtualMachine(ex, [relaxvm.cuda(), relaxvm.cpu()])
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    y = np.array([1, 2, 3, 4], dtype="float32")
+    sums, on_host = vm["main"](relaxvm.tensor(x, relaxvm.cuda()), y)  # y: a host array
+    assert sums.device == relaxvm.cuda() and on_host.device == relaxvm.cpu()
+    np.testing.assert_allclose(sums.numpy(), (x + y).sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(on_host.numpy(), x + y)
