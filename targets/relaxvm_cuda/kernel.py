@@ -26,12 +26,12 @@ from relaxvm_llvm.kernel_callers import HELPERS, compact_strides, int_range
 from relaxvm_llvm.signature import (
     BufferParam,
     ExprData,
-    KernelSignature,
     ScalarParam,
     expr_source,
     expr_text,
 )
 
+from .call_key import call_key_function
 from .device import CUDA_DEVICE_TYPE
 from .driver import (
     FUNC_MAX_THREADS_PER_BLOCK,
@@ -178,43 +178,6 @@ _CHECKED_CALLS = 256
 _Prepared = tuple[Any, "Callable[[], None]", "DeviceState", int]
 
 
-def _key_function(signature: KernelSignature) -> Callable[[tuple[Any, ...]], Any]:
-    """What a call's checks depend on, as a function of the arguments: a flat tuple of each
-    buffer's address, shape, dtype and device and each scalar's value, or None when an
-    argument is not a plain Tensor (buffer) or int (scalar) where the signature has one, or
-    the count is wrong (such calls are checked in full, and rejected there).
-
-    Generated once per kernel from the parameters' kinds alone (a fixed text per kind, and
-    argument positions), never from names or text a file supplies.
-    """
-    if not signature.params:
-        return lambda args: () if not args else None
-    names, conditions, parts = [], [], []
-    for k, param in enumerate(signature.params):
-        a = f"a{k}"
-        names.append(a)
-        if isinstance(param, BufferParam):
-            conditions.append(f"{a}.__class__ is _Tensor")
-            parts.append(
-                f"{a}.storage.data_ptr + {a}.byte_offset, {a}.shape, {a}.dtype, {a}.device"
-            )
-        else:
-            conditions.append(f"{a}.__class__ is int")
-            parts.append(a)
-    source = (
-        f"def key(args):\n"
-        f"    if len(args) != {len(names)}:\n"
-        f"        return None\n"
-        f"    {', '.join(names)}, = args\n"
-        f"    if {' and '.join(conditions)}:\n"
-        f"        return ({', '.join(parts)},)\n"
-        f"    return None\n"
-    )
-    namespace: dict[str, Any] = {"_Tensor": Tensor}
-    exec(compile(source, f"<cuda kernel {signature.name} call key>", "exec"), namespace)
-    return namespace["key"]  # type: ignore[no-any-return]
-
-
 class DeviceState:
     """One device's copy of the module: driver, module handle, kernels looked up so far."""
 
@@ -237,9 +200,9 @@ class CUDAKernel:
         self._launch = _launch_function(kernel)
         self._overlap = checks_overlap(self.signature)
         checking = module._checking
-        # Per call key (_key_function): the launch prepared for arguments that passed the checks.
+        # Per call key (call_key_function): the launch prepared for arguments that passed the checks.
         self._prepared: dict[tuple[Any, ...], _Prepared] = {}
-        self._key = _key_function(self.signature)
+        self._key = call_key_function(self.signature)
         self._within_limits: set[tuple[int, tuple[int, ...]]] = set()
         # Read when the module is made (built or loaded), not per launch.
         self._blocking = os.environ.get(LAUNCH_BLOCKING_ENV, "").strip() not in ("", "0")
