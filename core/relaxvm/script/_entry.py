@@ -155,8 +155,13 @@ def _parse_module(
 ) -> rx.IRModule:
     evaluator = Evaluator(source, env)
     funcs: list[tuple[ast.FunctionDef, str, dict[str, Any]]] = []
+    externs: list[tuple[ast.Assign, rx.ExternFunc]] = []
     attrs: dict[str, Any] = {}
     for stmt in node.body:
+        extern = _extern_global(evaluator, stmt)
+        if extern is not None:
+            externs.append((stmt, extern))  # type: ignore[arg-type]
+            continue
         if is_call_of(evaluator, stmt, I.module_attrs):
             call = stmt.value  # type: ignore[attr-defined]
             value = evaluator.eval(call.args[0]) if len(call.args) == 1 else None
@@ -180,13 +185,18 @@ def _parse_module(
         else:
             raise source.error(
                 stmt,
-                "an @I.ir_module class may only contain @R.function and @T.prim_func definitions",
+                "an @I.ir_module class may only contain @R.function and @T.prim_func "
+                'definitions, I.module_attrs and `name = R.ExternFunc("symbol")` globals',
             )
     gvars: dict[str, rx.GlobalVar] = {}
-    for stmt, _, _ in funcs:
-        if stmt.name in gvars:
-            raise source.error(stmt, f"the module already has a function named '{stmt.name}'")
-        gvars[stmt.name] = rx.GlobalVar(stmt.name)
+    named: list[tuple[ast.stmt, str]] = [(s, s.targets[0].id) for s, _ in externs]  # type: ignore[attr-defined]
+    for stmt, name in [*named, *((s, s.name) for s, _, _ in funcs)]:
+        if name in gvars:
+            raise source.error(stmt, f"the module already has a function named '{name}'")
+        gvars[name] = rx.GlobalVar(name)
+    for (_, name), (_, extern) in zip(named, externs, strict=True):
+        # Functions may call it as cls.name: the GlobalVar carries the extern's signature.
+        rx.update_struct_info(gvars[name], extern.struct_info)  # type: ignore[arg-type]
     module = ModuleRef(node.name, gvars)
     prim_funcs = frozenset(stmt.name for stmt, kind, _ in funcs if kind == "tir")
     # Signatures first, so functions can call functions defined below them, and themselves.
@@ -199,6 +209,8 @@ def _parse_module(
             sig = parser.signature(stmt, bool(options.get("pure", True)))
         rx.update_struct_info(gvar, sig)
     mod = rx.IRModule(attrs=attrs)
+    for (_, name), (_, extern) in zip(named, externs, strict=True):
+        mod[gvars[name]] = extern
     for stmt, kind, options in funcs:
         func: Any
         if kind == "tir":
@@ -228,6 +240,25 @@ def _parse_module(
     except rx.WellFormedError as err:
         raise source.error(node, str(err)) from None
     return mod
+
+
+def _extern_global(evaluator: Evaluator, stmt: ast.stmt) -> rx.ExternFunc | None:
+    """The extern function of a class-level ``name = R.ExternFunc("symbol", ...)`` statement
+    (TVM's printed form of an ExternFunc global), or None for any other statement."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Call)
+    ):
+        return None
+    try:
+        if evaluator.eval(stmt.value.func) is not R.ExternFunc:
+            return None
+    except ScriptError:
+        return None
+    value = evaluator.eval(stmt.value)
+    return value if isinstance(value, rx.ExternFunc) else None
 
 
 def from_source(

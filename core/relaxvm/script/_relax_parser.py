@@ -257,7 +257,22 @@ class RelaxParser(Evaluator):
         expr = self.as_expr(value, stmt.value)
         if isinstance(expr, _LEAVES):
             raise self.error(stmt, "this expression statement has no effect")
-        self.emit(expr, stmt.value)
+        var = self.emit(expr, stmt.value)
+        # TVM's rule: only a call with no result (R.print, R.assert_op...) may stand alone;
+        # a value left unbound is almost always a forgotten assignment. A direct PrimFunc
+        # call (which TVM types as void) writes its outputs in place.
+        sinfo = var.struct_info
+        prim_call = (
+            isinstance(expr, rx.Call)
+            and isinstance(expr.op, rx.GlobalVar)
+            and expr.op.name_hint in self.prim_funcs
+        )
+        if not prim_call and not (isinstance(sinfo, TupleStructInfo) and not sinfo.fields):
+            raise self.error(
+                stmt,
+                f"non-void Relax expressions must be bound to a variable, but this expression "
+                f"of struct info {sinfo} is used as a statement (write `name = ...`)",
+            )
 
     def bind(
         self,

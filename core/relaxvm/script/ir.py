@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["ir_module", "module_attrs"]
@@ -33,5 +34,18 @@ def ir_module(cls: Any = None, *, check_well_formed: bool = True) -> Any:
 
 def module_attrs(attrs: dict[str, Any]) -> None:
     """``I.module_attrs({"key": value})``: a statement of an ``@I.ir_module`` class body that
-    sets the module's attributes."""
+    sets the module's attributes.
+
+    Python runs the class body before ``@I.ir_module`` parses its source, so the call does
+    nothing there (the parser reads the statement); called anywhere else it is an error.
+
+    Raises
+    ------
+    RuntimeError
+        Called outside a class body.
+    """
+    caller = sys._getframe(1)
+    # A class body's namespace gets __module__ and __qualname__ before the body runs.
+    if "__qualname__" in caller.f_locals and "__module__" in caller.f_locals:
+        return
     raise RuntimeError("I.module_attrs may only appear as a statement of an @I.ir_module class")

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from ..errors import VMTypeError
 from ..ir import relax as _rx
 from ..ir.dtype import parse_dtype
-from ..ir.expr import PrimExpr
+from ..ir.expr import IntImm, PrimExpr
 from ..ir.relax import op as _op
 from ..ir.relax.struct_info import (
     FuncStructInfo,
@@ -101,7 +101,18 @@ def _vdevice(value: Any) -> Device | None:
 def _dims(values: Any, where: _builtin_str) -> list[Any]:
     if isinstance(values, (_builtin_str, int, PrimExpr)):
         values = (values,)
-    return [symbolic_dim(value, where) for value in values]
+    dims = [symbolic_dim(value, where) for value in values]
+    for index, dim in enumerate(dims):
+        # TVM's ShapeExpr rule: a constant is widened to int64, any other dimension must
+        # already be int64 (an int32 `n = T.int32()` or a float is a script error there).
+        if isinstance(dim, PrimExpr) and not isinstance(dim, IntImm):
+            dtype = _builtin_str(dim.dtype)
+            if dtype != "int64":
+                raise VMTypeError(
+                    f"{where}: the value in ShapeStructInfo can only have dtype of int64, but "
+                    f"dimension {index} `{dim}` has dtype {dtype}"
+                )
+    return dims
 
 
 # ---- struct info annotations -------------------------------------------------------------
@@ -208,9 +219,12 @@ def dtype(value: Any) -> _rx.DataTypeImm:
     return _rx.DataTypeImm(value)
 
 
-def ExternFunc(name: Any) -> _rx.ExternFunc:
-    """``R.ExternFunc("my_func")``: a packed function by name."""
-    return _rx.ExternFunc(name)
+def ExternFunc(name: Any, struct_info: Any = None) -> _rx.ExternFunc:
+    """``R.ExternFunc("my_func")``: a packed function by name; ``struct_info`` (an
+    ``R.Callable(...)``) states its signature, opaque and impure when omitted."""
+    if struct_info is not None:
+        struct_info = as_struct_info(struct_info, "R.ExternFunc struct_info")
+    return _rx.ExternFunc(name, struct_info)
 
 
 def to_vdevice(data: Any, dst_vdevice: Any) -> _rx.Call:

@@ -83,7 +83,9 @@ def test_valid_module_passes() -> None:
     pair = Var("pair", None)
     first = Var("first", TensorStructInfo([m], "float32"))
     inner_param = Var("p", TensorStructInfo([m], "float32"))
-    inner = Function([inner_param], SeqExpr([], Call(ADD, [inner_param, x])))
+    q = Var("q", TensorStructInfo([m], "float32"))
+    inner_body = SeqExpr([BindingBlock([VarBinding(q, Call(ADD, [inner_param, x]))])], q)
+    inner = Function([inner_param], inner_body)
     closure = Var("closure", inner.struct_info)
     shape = Var("shape", ShapeStructInfo([m]))
     bindings = [

@@ -17,7 +17,8 @@ __all__ = ["well_formed", "well_formed_error"]
 
 
 def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> bool:
-    """Whether ``obj`` is well formed, as TVM's ``relax.analysis.well_formed``.
+    """Whether ``obj`` is well formed, as TVM's ``relax.analysis.well_formed``: relaxvm's
+    rules plus TVM's rule that each function of a module has its own symbolic variables.
 
     Parameters
     ----------
@@ -42,9 +43,9 @@ def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> boo
 def well_formed_error(
     obj: IRModule | Function, check_struct_info: bool = True
 ) -> WellFormedError | None:
-    """The first well-formedness violation in ``obj`` (None when there is none)."""
+    """The first violation :func:`well_formed` finds in ``obj`` (None when there is none)."""
     try:
-        _check(obj, check_struct_info)
+        _check(obj, check_struct_info, symbolic_per_function=True)
     except WellFormedError as err:
         return err
     return None

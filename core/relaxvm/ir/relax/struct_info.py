@@ -395,6 +395,8 @@ class TupleStructInfo(StructInfo):
         return self.fields
 
     def _script(self) -> str:
+        if not self.fields:
+            return "R.Tuple"  # TVM's spelling of the empty (void) tuple
         return f"R.Tuple({', '.join(field._script() for field in self.fields)})"
 
 

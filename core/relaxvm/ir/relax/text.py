@@ -498,6 +498,8 @@ def module_to_str(mod: Any) -> str:
             lines += RelaxPrinter().function(func, name, 1, private)
         elif isinstance(func, PrimFunc):
             lines += prim_func_lines(func, name, 1, private)
+        elif isinstance(func, ExternFunc):
+            lines.append(f"{INDENT}{name} = {_extern_global(func)}")
         else:
             lines.append(f"{INDENT}{name} = {func!r}")
         lines.append("")
@@ -505,3 +507,13 @@ def module_to_str(mod: Any) -> str:
         lines.append(f"{INDENT}pass")
     text = "\n".join(lines).rstrip() + "\n"
     return f"{header(text, 'IRT')}\n\n{text}"
+
+
+def _extern_global(func: ExternFunc) -> str:
+    """An ExternFunc global as TVM prints it: its signature only when it is not the default
+    opaque, impure one (``R.ExternFunc("f", R.Callable(...))``)."""
+    text = f"R.ExternFunc({quote(func.global_symbol)}"
+    if func.struct_info != FuncStructInfo.opaque_func(purity=False):
+        # StructInfo's own spelling, which states the purity as TVM does here.
+        text += f", {func.struct_info}"
+    return text + ")"

@@ -21,11 +21,20 @@ before it is defined``. The rules follow TVM's ``relax.analysis.well_formed``:
   signature and are not checked.
 * Function bodies and ``If`` branches are :class:`SeqExpr` s (the normal form), and an ``If``
   may not appear inside a dataflow block. Otherwise an ``If`` may appear anywhere.
+* The normal form also keeps three positions to leaves (a variable, constant, shape, prim
+  value, string, dtype, GlobalVar, op or extern function) or tuples: a SeqExpr's result, an
+  ``If`` condition and the tuple a ``TupleGetItem`` reads (``t[0][1]`` binds ``t[0]`` first).
+* With ``symbolic_per_function=True`` (what TVM's ``relax.analysis.well_formed`` checks), a
+  symbolic variable belongs to the top-level function that defines it: two functions of a
+  module may not define the same :class:`tir.Var` object (TVM's passes copy functions with
+  fresh symbolic variables). Nested functions share their enclosing function's. relaxvm's
+  compiler does not rely on this, and its ONNX importer lets loop-body functions share the
+  enclosing graph's dims, so its own checks (``build``, the parser) leave it off.
 * A GlobalVar must name a function of the module (checked only when given a module), and a
   function's ``global_symbol`` attribute must equal its GlobalVar's name.
 * With ``check_struct_info=True`` (the default) every binding variable has struct info.
 
-Calls are not required to be in A-normal form here, and operator-level checks (impure calls in
+Call arguments are not required to be leaves here (a nested call is accepted), and operator-level checks (impure calls in
 dataflow blocks, argument types) belong to the operator registry's inference.
 """
 
@@ -48,11 +57,16 @@ from .block import (
 )
 from .expr import (
     Call,
+    Constant,
     DataflowVar,
+    DataTypeImm,
+    ExternFunc,
     GlobalVar,
     If,
+    Op,
     PrimValue,
     ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -70,12 +84,31 @@ from .text import binding_to_str, expr_to_str
 
 __all__ = ["WellFormedError", "is_well_formed", "well_formed"]
 
+# What TVM's normal form allows where a leaf is required (its ``IsLeafOrTuple``); a Tuple's
+# fields must be such leaves in turn (see _is_leaf_or_tuple).
+_LEAVES = (
+    Var,
+    Constant,
+    ShapeExpr,
+    PrimValue,
+    StringImm,
+    DataTypeImm,
+    GlobalVar,
+    ExternFunc,
+    Op,
+)
+
 
 class WellFormedError(RelaxVMError, ValueError):
     """The IR breaks a well-formedness rule; the message names the function and binding."""
 
 
-def well_formed(mod_or_func: IRModule | Function, check_struct_info: bool = True) -> None:
+def well_formed(
+    mod_or_func: IRModule | Function,
+    check_struct_info: bool = True,
+    *,
+    symbolic_per_function: bool = False,
+) -> None:
     """Check the rules listed in this module's documentation.
 
     Parameters
@@ -85,6 +118,9 @@ def well_formed(mod_or_func: IRModule | Function, check_struct_info: bool = True
         skips the GlobalVar checks.
     check_struct_info : bool
         Also require struct info on every binding variable.
+    symbolic_per_function : bool
+        Also require each top-level function to define its own symbolic variables (TVM's
+        rule; off for relaxvm's own checks, see the module documentation).
 
     Raises
     ------
@@ -93,6 +129,7 @@ def well_formed(mod_or_func: IRModule | Function, check_struct_info: bool = True
     """
     checker = _Checker(mod_or_func if isinstance(mod_or_func, IRModule) else None)
     checker.check_struct_info = check_struct_info
+    checker.symbolic_per_function = symbolic_per_function
     if isinstance(mod_or_func, IRModule):
         for gvar in mod_or_func.get_global_vars():
             func = mod_or_func[gvar]
@@ -108,10 +145,15 @@ def well_formed(mod_or_func: IRModule | Function, check_struct_info: bool = True
         )
 
 
-def is_well_formed(mod_or_func: IRModule | Function, check_struct_info: bool = True) -> bool:
+def is_well_formed(
+    mod_or_func: IRModule | Function,
+    check_struct_info: bool = True,
+    *,
+    symbolic_per_function: bool = False,
+) -> bool:
     """True when :func:`well_formed` finds nothing wrong (TVM's boolean spelling)."""
     try:
-        well_formed(mod_or_func, check_struct_info)
+        well_formed(mod_or_func, check_struct_info, symbolic_per_function=symbolic_per_function)
     except WellFormedError:
         return False
     return True
@@ -128,6 +170,9 @@ class _Checker:
         self.ended_dataflow: set[DataflowVar] = set()  # defined in a block that has ended
         self.symbolic: set[TirVar] = set()
         self.in_dataflow = False
+        # The top-level function that defines each symbolic variable, across the module.
+        self.symbolic_owner: dict[TirVar, str] = {}
+        self.symbolic_per_function = False
 
     # ---- reporting ---------------------------------------------------------------------------
     def error(self, problem: str) -> WellFormedError:
@@ -195,6 +240,12 @@ class _Checker:
         for block in seq.blocks:
             self.block(block)
         with self.at(f"result '{expr_to_str(seq.body)}'"):
+            if not _is_leaf_or_tuple(seq.body):
+                raise self.error(
+                    f"a SeqExpr's result must be a leaf expression (a variable, constant...) or "
+                    f"a tuple of them, got a {type(seq.body).__name__}; bind it to a variable "
+                    "first (relax.transform.Normalize does)"
+                )
             self.expr(seq.body)
         # Variables bound inside this sequence (an If branch, say) are not visible after it.
         self.visible = saved_visible
@@ -266,6 +317,12 @@ class _Checker:
             for field in expr.fields:
                 self.expr(field)
         elif isinstance(expr, TupleGetItem):
+            if not _is_leaf_or_tuple(expr.tuple_value):
+                raise self.error(
+                    f"the tuple a TupleGetItem reads must be a leaf expression (a variable...), "
+                    f"got a {type(expr.tuple_value).__name__} in "
+                    f"'{expr_to_str(expr)}'; bind it to a variable first"
+                )
             self.expr(expr.tuple_value)
         elif isinstance(expr, ShapeExpr):
             for value in expr.values:
@@ -285,6 +342,12 @@ class _Checker:
     def if_expr(self, node: If) -> None:
         if self.in_dataflow:
             raise self.error("an If may not appear inside a dataflow block")
+        if not _is_leaf_or_tuple(node.cond):
+            raise self.error(
+                f"the condition of an If must be a leaf expression (a variable...), got a "
+                f"{type(node.cond).__name__} '{expr_to_str(node.cond)}'; bind it to a variable "
+                "first"
+            )
         self.expr(node.cond)
         for branch_name, branch in (("true", node.true_branch), ("false", node.false_branch)):
             if not isinstance(branch, SeqExpr):
@@ -321,8 +384,16 @@ class _Checker:
     # ---- symbolic variables ------------------------------------------------------------------
     def define_symbolic(self, sinfo: StructInfo | None) -> None:
         """Define the symbolic variables that appear bare in ``sinfo`` (shape dims, values)."""
+        owner = self.function_names[0] if self.function_names else "<anonymous>"
         for expr in _struct_info_prims(sinfo):
             if isinstance(expr, TirVar):
+                first = self.symbolic_owner.setdefault(expr, owner)
+                if first != owner and self.symbolic_per_function:
+                    raise self.error(
+                        f"symbolic variable '{expr.name}' is also defined in function "
+                        f"'{first}'; each function of a module needs its own symbolic variables "
+                        "(make a fresh tir.Var of the same name)"
+                    )
                 self.symbolic.add(expr)
 
     def use_struct_info(self, sinfo: StructInfo | None) -> None:
@@ -338,6 +409,13 @@ class _Checker:
                     f"symbolic variable '{var.name}' is used before it is defined (define it "
                     "in a parameter annotation or with R.match_cast)"
                 )
+
+
+def _is_leaf_or_tuple(expr: Any) -> bool:
+    """Whether ``expr`` may stand where the normal form wants a leaf (TVM's IsLeafOrTuple)."""
+    if isinstance(expr, Tuple):
+        return all(_is_leaf_or_tuple(field) for field in expr.fields)
+    return isinstance(expr, _LEAVES)
 
 
 def _struct_info_prims(sinfo: StructInfo | None) -> list[PrimExpr]:
