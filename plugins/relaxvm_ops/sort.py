@@ -3,7 +3,8 @@ in :mod:`.einsum`.
 
 Every line along the axis is sorted independently; the lines run in parallel (one
 ``T.parallel`` loop over the flattened outer dimensions). A line is sorted by the stable merge
-sort of :mod:`.sort_kernels` (values only for ``sort``: no index array is carried), except a
+sort of :mod:`.sort_kernels` (values only for ``sort``: no index array is carried, and a long
+float line tries the bucket sort of :mod:`.sort_bucket` first), except a
 ``topk`` with a small ``k``, which scans the line once keeping the best ``k``
 (:mod:`.topk_select`). Both give numpy's stable order: ascending with NaN last, descending
 with NaN first, equal keys (and NaNs) in their original order.

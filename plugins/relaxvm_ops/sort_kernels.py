@@ -18,6 +18,11 @@ with the element and its original index at each position). The phases, each a lo
    halves of ``keys``/``order`` (ping-pong, passes in pairs, so the result ends in the first
    half) with branch-free steps, several independent chains per loop step.
 
+For ``sort`` of a float line of static length at least
+:data:`~.sort_bucket.BUCKET_MIN_LENGTH` (no indices), phases 2 and 3 are first tried as a
+bucket sort (:mod:`.sort_bucket`) over the numbers the NaN split left; a line it does not
+suit, or that it fails to sort, takes the merge sort.
+
 The sort is stable: merges take the left run's element on ties, the runs' network swaps only
 strict inversions, and the NaN split keeps NaNs in order. Indices are carried only when the
 caller wants them (``order_dtype``; ``sort`` carries none). Cost per line: ``O(n)`` for each
@@ -44,6 +49,7 @@ from relaxvm.ir.tir import (
 )
 from relaxvm.runtime.dtype import DataType
 
+from .sort_bucket import BUCKET_MIN_LENGTH, bucket_sort
 from .sort_merge import RUN, merge_passes
 from .sort_tir import I64, Expr, Line, Scalars, Segment, bind, i64, let, loop
 
@@ -210,12 +216,33 @@ def sort_line(
             segments = [nans, Segment(nan_count, line.m, numbers.value, numbers.index)]
         else:
             segments = [numbers, Segment(line.m, nan_count, nans.value, nans.index)]
-    body = seq(
-        _nan_split(line, counts) if split else seq(),
-        _runs(line),
-        merge_passes(line, heads, width) if merges else seq(),
-        finish(segments),
+    merge_sort = seq(
+        _runs(line), merge_passes(line, heads, width) if merges else seq(), finish(segments)
     )
+    if split and order is None and isinstance(n, IntImm) and n.value >= BUCKET_MIN_LENGTH:
+        # Floats without indices (``sort``): the bucket sort first, if the line suits it.
+        def exchange(low: PrimExpr) -> Stmt:
+            return _exchange(line, lambda k: keys[k], None, line.store, low)
+
+        prepare, taken, bucket, scoped = bucket_sort(line, descending, exchange)
+        # The same segments, the numbers read from the second half.
+        first, second = segments
+        if descending:
+            second = Segment(
+                second.start, second.count, lambda t: keys[sop.add(n, t)], second.index
+            )
+        else:
+            first = Segment(first.start, first.count, lambda t: keys[sop.add(n, t)], first.index)
+        spread = [first, second]
+        # `bucket` clears `taken` when its result is not sorted: then the merge sort runs.
+        merge_sort = scoped(
+            seq(
+                prepare,
+                IfThenElse(taken, bucket),
+                IfThenElse(taken, finish(spread), merge_sort),
+            )
+        )
+    body = seq(_nan_split(line, counts) if split else seq(), merge_sort)
     for buffer in (width.buffer, heads.buffer, counts.buffer, *([order] if order else []), keys):
         body = Allocate(buffer, body)
     return body
