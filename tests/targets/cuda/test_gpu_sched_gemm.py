@@ -103,7 +103,9 @@ def test_a_static_product_of_few_large_tiles_takes_the_small_tiling() -> None:
     assert (plan.bm, plan.bn, plan.bk, plan.small) == (*SMALL_TILE, None)
     big = _plan(workloads.matmul(2048, 1024, 19))
     assert (big.bm, big.bn, big.bk, big.small) == (128, 128, 16, None)
-    a, b, out = _run_scheduled(workloads.matmul(300, 35, 19), "gemm")
+    small = _plan(workloads.matmul(70, 35, 9))  # the same rule, small enough to interpret
+    assert (small.bm, small.bn, small.bk) == SMALL_TILE
+    a, b, out = _run_scheduled(workloads.matmul(70, 35, 9), "gemm")
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -115,10 +117,10 @@ def test_a_symbolic_side_picks_its_tiling_at_each_launch(
     # always launches enough blocks, so the large branch runs).
     monkeypatch.setattr(matmul_schedule, "FILL_BLOCKS", fill)
     n = Var("n", "int64")
-    func = workloads.matmul(n, 35, 70, bias=True, relu=True)
+    func = workloads.matmul(n, 35, 9, bias=True, relu=True)
     plan = _plan(func)
     assert (plan.bm, plan.bn, plan.small) == (64, 64, SMALL_TILE)
-    for rows in (5, 70):
+    for rows in (5, 40):
         a, b, bias, out = _run_scheduled(func, "gemm", n=rows)
         np.testing.assert_allclose(out, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
 
