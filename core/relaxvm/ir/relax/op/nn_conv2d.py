@@ -25,6 +25,7 @@ from ._common import (
     tensor,
     unify_dtypes,
 )
+from .nn_conv import _infer_adaptive_pool  # the rank-general rule of every adaptive pool
 from .nn_layout import (
     check_ndim,
     conv_layout_attrs,
@@ -133,19 +134,6 @@ def _infer_pool2d(call: Call, ctx: InferContext) -> StructInfo:
                 f"output {axis} would be {extent}"
             )
     return tensor(from_canonical([d[0], d[1], out_h, out_w], out_perm), data.dtype, like=data)
-
-
-def _infer_adaptive_pool(call: Call, ctx: InferContext) -> StructInfo:
-    data = ctx.tensor_arg(call, 0, "data")
-    d_perm, out_perm = pool_perms(call, ctx, 2)
-    check_ndim(ctx, data, "data", d_perm, "NCHW")
-    output_size = ctx.attr(call, "output_size")
-    d = data.shape_values
-    if d is None:
-        return tensor(None, data.dtype, layout_ndim(out_perm, "NCHW"), like=data)
-    d = tuple(to_canonical(d, d_perm))
-    size = d[2:] if output_size is None else [IntImm(output_size[0]), IntImm(output_size[1])]
-    return tensor(from_canonical([d[0], d[1], *size], out_perm), data.dtype, like=data)
 
 
 _SPATIAL_ATTRS = {
