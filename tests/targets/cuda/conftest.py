@@ -127,7 +127,11 @@ class FakeDriver:
                 requested=nbytes,
                 mem_info=lambda: self.mem_get_info(ordinal),
             )
-        block = ctypes.create_string_buffer(nbytes)
+        # cuMemAlloc's blocks start on a 256-byte boundary, and relaxvm's larger alignments
+        # rely on it: an unaligned host block would make them flaky (malloc's addresses vary).
+        storage = ctypes.create_string_buffer(nbytes + 255)
+        offset = -ctypes.addressof(storage) % 256
+        block = (ctypes.c_char * nbytes).from_buffer(storage, offset)  # keeps storage alive
         pointer = ctypes.addressof(block)
         self.blocks[pointer] = block
         self.used += nbytes
