@@ -31,10 +31,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from relaxvm.errors import VMValueError
+
 from .runtime_errors import CUDA_ERROR_NAMES, CUDAUnavailableError, error_for
 
 __all__ = [
     "DEFAULT_LIBRARY",
+    "HEAP_ENV",
     "LIBRARY_ENV",
     "SIMULATOR_ENV",
     "CUDADriver",
@@ -43,13 +46,17 @@ __all__ = [
     "check",
     "driver_unavailable_reason",
     "get_driver",
+    "heap_setting",
     "set_driver",
     "simulator_enabled",
+    "wanted_heap_bytes",
 ]
 
 LIBRARY_ENV = "RELAXVM_CUDA_LIBRARY"
 #: Set to 1 for the simulated device (:mod:`relaxvm_cuda.simulator`) instead of libcuda.
 SIMULATOR_ENV = "RELAXVM_CUDA_SIMULATOR"
+#: The device heap (``malloc`` in kernels: scratch of sort, argsort, topk...) in MiB.
+HEAP_ENV = "RELAXVM_CUDA_MALLOC_HEAP_MB"
 DEFAULT_LIBRARY = "libcuda.so.1"
 
 # JIT options of cuModuleLoadDataEx (cuda.h CUjit_option).
@@ -208,6 +215,8 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "cuDevicePrimaryCtxRelease_v2": (ctypes.c_int,),
     "cuCtxSetCurrent": (ctypes.c_void_p,),
     "cuCtxSynchronize": (),
+    "cuCtxGetLimit": (_c_size_p, ctypes.c_int),
+    "cuCtxSetLimit": (ctypes.c_int, ctypes.c_size_t),
     "cuModuleLoadDataEx": (
         _c_void_pp,
         ctypes.c_char_p,
@@ -235,6 +244,35 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "cuMemcpyDtoD_v2": (_u64, _u64, ctypes.c_size_t),
     "cuMemsetD8_v2": (_u64, ctypes.c_ubyte, ctypes.c_size_t),
 }
+
+
+_LIMIT_MALLOC_HEAP_SIZE = 2  # CU_LIMIT_MALLOC_HEAP_SIZE
+_MiB = 1 << 20
+
+
+def heap_setting() -> int | None:
+    """``$RELAXVM_CUDA_MALLOC_HEAP_MB`` in bytes, or None when unset.
+
+    Raises
+    ------
+    VMValueError
+        The variable is not a whole number of MiB.
+    """
+    text = os.environ.get(HEAP_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise VMValueError(f"{HEAP_ENV} must be a whole number of MiB (e.g. 256), got {text!r}")
+    return int(text) * _MiB
+
+
+def wanted_heap_bytes(total_memory: int, setting: int | None) -> int:
+    """The device heap relaxvm asks for on a device with ``total_memory`` bytes: the
+    :func:`heap_setting` when there is one, else 1/32 of the memory, at most 1 GiB (the driver
+    reserves it when a kernel that calls ``malloc`` first runs in the context)."""
+    if setting is not None:
+        return setting
+    return min(total_memory // 32, 1024 * _MiB)
 
 
 class CUDADriver:
@@ -323,6 +361,7 @@ class CUDADriver:
             with self._lock:
                 context = self._contexts.get(ordinal)
                 if context is None:
+                    heap = heap_setting()  # a bad value fails before anything is retained
                     device = ctypes.c_int()
                     self._call("cuDeviceGet", ctypes.byref(device), ordinal)
                     context = ctypes.c_void_p()
@@ -332,9 +371,27 @@ class CUDADriver:
                         device.value,
                         context=f"retaining the primary context of cuda({ordinal})",
                     )
+                    self._call("cuCtxSetCurrent", context)
+                    self._raise_heap_limit(heap)
                     self._contexts[ordinal] = context
         # Always: another library (or thread-local state we cannot see) may have changed it.
         self._call("cuCtxSetCurrent", context)
+
+    def _raise_heap_limit(self, setting: int | None) -> None:
+        """Grow the current context's device heap to :func:`wanted_heap_bytes` (never
+        shrink it). CUDA's default of 8 MiB is too small for kernels whose threads take row
+        scratch (256 sorted rows of 4096 floats need about 16 MiB). Best effort: once a kernel
+        that calls ``malloc`` has run in the context (another library sharing the primary
+        context), the driver refuses a new size, and a kernel whose scratch does not fit
+        raises ``CUDAOutOfMemoryError`` naming :data:`HEAP_ENV`."""
+        current, total, free = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+        if self._fn["cuCtxGetLimit"](ctypes.byref(current), _LIMIT_MALLOC_HEAP_SIZE) != 0:
+            return
+        if self._fn["cuMemGetInfo_v2"](ctypes.byref(free), ctypes.byref(total)) != 0:
+            return
+        wanted = wanted_heap_bytes(total.value, setting)
+        if wanted > current.value:
+            self._fn["cuCtxSetLimit"](_LIMIT_MALLOC_HEAP_SIZE, wanted)
 
     # ---- devices ---------------------------------------------------------------------------
     def driver_version(self) -> int:

@@ -160,7 +160,8 @@ def index_error(words: Sequence[int]) -> VMIndexError | CUDAOutOfMemoryError:
     if words[0] & HEAP_FLAG:
         return CUDAOutOfMemoryError(
             f"a kernel's scratch of {words[2]} bytes does not fit the device heap (device "
-            "malloc failed; the heap's size is the context's CU_LIMIT_MALLOC_HEAP_SIZE)",
+            "malloc failed; the heap's size is the context's CU_LIMIT_MALLOC_HEAP_SIZE, set "
+            "from RELAXVM_CUDA_MALLOC_HEAP_MB when relaxvm first uses the context)",
             2,
             "CUDA_ERROR_OUT_OF_MEMORY",
             "device malloc",

@@ -12,8 +12,16 @@ import pytest
 
 import relaxvm
 import relaxvm_cuda
-from relaxvm.errors import DeviceError, VMError
-from relaxvm_cuda.driver import CUDADriver, DeviceAttribute, check, get_driver, set_driver
+from relaxvm.errors import DeviceError, VMError, VMValueError
+from relaxvm_cuda.driver import (
+    HEAP_ENV,
+    CUDADriver,
+    DeviceAttribute,
+    check,
+    get_driver,
+    set_driver,
+    wanted_heap_bytes,
+)
 from relaxvm_cuda.runtime_errors import (
     CUDADriverError,
     CUDAModuleLoadError,
@@ -123,6 +131,8 @@ class FakeLib:
         self.memory: dict[int, Any] = {}
         self.launched: list[tuple[Any, ...]] = []
         self.contexts: list[Any] = []
+        self.heap_limit = 8 << 20  # CUDA's default device heap
+        self.limits_set: list[tuple[int, int]] = []
         functions: dict[str, Callable[..., int]] = {
             "cuInit": lambda flags: 0,
             "cuDriverGetVersion": lambda out: self._set(out, 12040),
@@ -135,6 +145,8 @@ class FakeLib:
             "cuDevicePrimaryCtxRelease_v2": lambda dev: 0,
             "cuCtxSetCurrent": lambda ctx: self.contexts.append(ctx) or 0,
             "cuCtxSynchronize": lambda: 0,
+            "cuCtxGetLimit": lambda out, limit: self._set(out, self.heap_limit),
+            "cuCtxSetLimit": self._set_limit,
             "cuModuleLoadDataEx": lambda out, image, n, opts, values: self._set(out, 0x40),
             "cuModuleUnload": lambda module: 0,
             "cuModuleGetFunction": lambda out, module, name: self._set(out, 0x50),
@@ -164,6 +176,12 @@ class FakeLib:
     @staticmethod
     def _set(ref: Any, value: int) -> int:
         ref._obj.value = value
+        return 0
+
+    def _set_limit(self, limit: int, value: int) -> int:
+        self.limits_set.append((limit, value))
+        if limit == 2:
+            self.heap_limit = value
         return 0
 
     @staticmethod
@@ -309,3 +327,37 @@ def test_a_forked_child_does_not_reuse_the_parents_driver(
     monkeypatch.setattr(driver_module, "_pid", -1)  # as if this process were a fork's child
     with pytest.raises(CUDAUnavailableError, match="cannot load the driver library"):
         get_driver()
+
+
+# ---- the device heap (kernels' malloc scratch) ----------------------------------------------
+def test_first_context_use_raises_the_device_heap_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(HEAP_ENV, raising=False)
+    lib = FakeLib(cuMemGetInfo_v2=lambda free, total: FakeLib._set(total, 80 << 30))
+    driver = CUDADriver("fake-libcuda", lib=lib)
+    driver.synchronize(0)
+    driver.synchronize(0)
+    # 1/32 of 80 GiB is 2.5 GiB: capped at 1 GiB, asked for once (when the context is retained).
+    assert lib.limits_set == [(2, 1 << 30)]
+    assert wanted_heap_bytes(64 << 20, None) == 2 << 20  # a small device: 1/32 of it
+
+
+def test_the_device_heap_is_never_shrunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(HEAP_ENV, "4")
+    lib = FakeLib()
+    CUDADriver("fake-libcuda", lib=lib).synchronize(0)
+    assert lib.limits_set == [] and lib.heap_limit == 8 << 20  # 4 MiB < the current 8 MiB
+    monkeypatch.setenv(HEAP_ENV, "64")
+    lib = FakeLib()
+    CUDADriver("fake-libcuda", lib=lib).synchronize(0)
+    assert lib.limits_set == [(2, 64 << 20)]
+
+
+def test_a_bad_heap_setting_is_refused_before_the_context_is_retained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(HEAP_ENV, "lots")
+    lib = FakeLib()
+    driver = CUDADriver("fake-libcuda", lib=lib)
+    with pytest.raises(VMValueError, match=r"RELAXVM_CUDA_MALLOC_HEAP_MB must be a whole number"):
+        driver.synchronize(0)
+    assert lib.contexts == []
