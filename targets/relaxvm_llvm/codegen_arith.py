@@ -55,8 +55,13 @@ class ArithCodegen:
                 rem = b.frem(x, y)
                 zero = ir.Constant(x.type, None)
                 nonzero = b.fcmp_unordered("!=", rem, zero)
-                differ = b.xor(b.fcmp_ordered("<", rem, zero), b.fcmp_ordered("<", y, zero))
-                return b.select(b.and_(nonzero, differ), b.fadd(rem, y), rem)
+                y_negative = b.fcmp_ordered("<", y, zero)
+                differ = b.xor(b.fcmp_ordered("<", rem, zero), y_negative)
+                adjusted = b.select(b.and_(nonzero, differ), b.fadd(rem, y), rem)
+                # A zero remainder takes the divisor's sign, as numpy's remainder (3 % -3 is
+                # -0.0) and the CUDA target: frem gives the dividend's.
+                signed_zero = b.select(y_negative, ir.Constant(x.type, -0.0), zero)
+                return b.select(b.fcmp_ordered("==", rem, zero), signed_zero, adjusted)
             if op is Min:
                 return float_min(b, x, y)
             if op is Max:

@@ -144,3 +144,24 @@ def test_relax_floor_divide_edges_on_every_target(target: str, exec_mode: str) -
     np.testing.assert_array_equal(q_out.numpy(), expected)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(r_out.numpy(), a - expected * b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_floor_mod_gives_numpy_signs_and_special_values(dtype: str) -> None:
+    values = np.array([0.0, -0.0, 3.0, -3.0, 7.5, -7.5, 1e30, np.inf, -np.inf, np.nan], dtype)
+    a, b = (v.ravel() for v in np.meshgrid(values, values, indexing="ij"))
+    n = Var("n", "int64")
+    a_buf, b_buf, out = (Buffer(name, (n,), dtype) for name in ("A", "B", "out"))
+    i = Var("i", "int64")
+    func = PrimFunc(
+        [a_buf, b_buf, out],
+        For(i, 0, n, ForKind.SERIAL, seq(BufferStore(out, FloorMod(a_buf[i], b_buf[i]), [i]))),
+    )
+    with np.errstate(all="ignore"):
+        expected = np.remainder(a, b)
+    got = np.zeros_like(a)
+    relaxvm_llvm.build(func)["main"](a, b, got)
+    np.testing.assert_array_equal(got, expected)  # NaNs compare equal here
+    # The sign of a zero remainder follows the divisor: 3 % -3 is -0.0, -3 % 3 is +0.0.
+    zeros = expected == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(expected[zeros]))
