@@ -335,7 +335,8 @@ def _match_cast(node: MatchCast) -> Reflection:
 def _module(node: IRModule) -> Reflection:
     names = sorted(gvar.name_hint for gvar, _ in node)
     functions = tuple((f'.functions["{name}"]', node[name], ISOLATED) for name in names)
-    return False, (tuple(names),), ((".attrs", node.attrs, USE), *functions)
+    infos = (".global_infos", node.global_infos, USE)
+    return False, (tuple(names),), ((".attrs", node.attrs, USE), infos, *functions)
 
 
 # ---- struct info --------------------------------------------------------------------------

@@ -12,7 +12,9 @@ import sys
 from types import FrameType
 from typing import Any
 
+from ..errors import RelaxVMError
 from ..ir import relax as rx
+from ..ir.global_info import checked_global_infos
 from ..ir.relax.struct_info import FuncStructInfo
 from . import ir as I
 from . import relax as R
@@ -157,6 +159,7 @@ def _parse_module(
     funcs: list[tuple[ast.FunctionDef, str, dict[str, Any]]] = []
     externs: list[tuple[ast.Assign, rx.ExternFunc]] = []
     attrs: dict[str, Any] = {}
+    global_infos: dict[str, Any] = {}
     for stmt in node.body:
         extern = _extern_global(evaluator, stmt)
         if extern is not None:
@@ -168,6 +171,9 @@ def _parse_module(
             if not isinstance(value, dict) or call.keywords:
                 raise source.error(call, "I.module_attrs expects one dict of attributes")
             attrs.update(value)
+            continue
+        if is_call_of(evaluator, stmt, I.module_global_infos):
+            global_infos.update(_global_infos(evaluator, stmt.value))  # type: ignore[attr-defined]
             continue
         if isinstance(stmt, ast.FunctionDef):
             found = _function_kind(evaluator, stmt)
@@ -186,7 +192,8 @@ def _parse_module(
             raise source.error(
                 stmt,
                 "an @I.ir_module class may only contain @R.function and @T.prim_func "
-                'definitions, I.module_attrs and `name = R.ExternFunc("symbol")` globals',
+                "definitions, I.module_attrs, I.module_global_infos and `name = "
+                'R.ExternFunc("symbol")` globals',
             )
     gvars: dict[str, rx.GlobalVar] = {}
     named: list[tuple[ast.stmt, str]] = [(s, s.targets[0].id) for s, _ in externs]  # type: ignore[attr-defined]
@@ -199,32 +206,34 @@ def _parse_module(
         rx.update_struct_info(gvars[name], extern.struct_info)  # type: ignore[arg-type]
     module = ModuleRef(node.name, gvars)
     prim_funcs = frozenset(stmt.name for stmt, kind, _ in funcs if kind == "tir")
-    # Signatures first, so functions can call functions defined below them, and themselves.
-    for stmt, kind, options in funcs:
-        gvar = gvars[stmt.name]
-        if kind == "tir":
-            sig = FuncStructInfo.opaque_func(purity=True)
-        else:
-            parser = RelaxParser(source, env, module, prim_funcs)
-            sig = parser.signature(stmt, bool(options.get("pure", True)))
-        rx.update_struct_info(gvar, sig)
-    mod = rx.IRModule(attrs=attrs)
-    for (_, name), (_, extern) in zip(named, externs, strict=True):
-        mod[gvars[name]] = extern
-    for stmt, kind, options in funcs:
-        func: Any
-        if kind == "tir":
-            func = TIRParser(source, env).parse_function(
-                stmt,
-                bool(options.get("private", False)),
-                check_well_formed and bool(options.get("check_well_formed", True)),
-            )
-        else:
-            parser = RelaxParser(source, env, module, prim_funcs)
-            func = parser.parse_function(
-                stmt, bool(options.get("private", False)), bool(options.get("pure", True))
-            )
-        mod[gvars[stmt.name]] = func
+    # Tensor annotations ("cuda:0") refer to the module's vdevices, in signatures and bodies.
+    with I._vdevice_scope(global_infos.get("vdevice", ())):
+        # Signatures first, so functions can call functions defined below them, and themselves.
+        for stmt, kind, options in funcs:
+            gvar = gvars[stmt.name]
+            if kind == "tir":
+                sig = FuncStructInfo.opaque_func(purity=True)
+            else:
+                parser = RelaxParser(source, env, module, prim_funcs)
+                sig = parser.signature(stmt, bool(options.get("pure", True)))
+            rx.update_struct_info(gvar, sig)
+        mod = rx.IRModule(attrs=attrs, global_infos=global_infos)
+        for (_, name), (_, extern) in zip(named, externs, strict=True):
+            mod[gvars[name]] = extern
+        for stmt, kind, options in funcs:
+            func: Any
+            if kind == "tir":
+                func = TIRParser(source, env).parse_function(
+                    stmt,
+                    bool(options.get("private", False)),
+                    check_well_formed and bool(options.get("check_well_formed", True)),
+                )
+            else:
+                parser = RelaxParser(source, env, module, prim_funcs)
+                func = parser.parse_function(
+                    stmt, bool(options.get("private", False)), bool(options.get("pure", True))
+                )
+            mod[gvars[stmt.name]] = func
     for gvar, prim_func in module.te_functions():
         if gvar.name_hint in gvars:
             raise source.error(
@@ -240,6 +249,21 @@ def _parse_module(
     except rx.WellFormedError as err:
         raise source.error(node, str(err)) from None
     return mod
+
+
+def _global_infos(evaluator: Evaluator, call: ast.Call) -> dict[str, Any]:
+    """The checked mapping of an ``I.module_global_infos({...})`` statement."""
+    value = evaluator.eval(call.args[0]) if len(call.args) == 1 else None
+    if not isinstance(value, dict) or call.keywords:
+        raise evaluator.error(
+            call,
+            "I.module_global_infos expects one dict of name -> list of global infos, e.g. "
+            '{"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0)]}',
+        )
+    try:
+        return checked_global_infos(value, "I.module_global_infos")
+    except RelaxVMError as err:
+        raise evaluator.error(call, str(err)) from None
 
 
 def _extern_global(evaluator: Evaluator, stmt: ast.stmt) -> rx.ExternFunc | None:

@@ -33,8 +33,10 @@ from ..ir.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
-from ..runtime.device import Device, device
+from ..ir.relax.vdevice import resolve_vdevice
+from ..runtime.device import Device
 from ..runtime.dtype import DataType
+from . import ir as _I
 from ._eval import symbolic_dim
 
 # Saved before `R.str` (TVM's spelling) shadows the builtin in this module.
@@ -89,13 +91,14 @@ def _annotation_dtype(dtype: Any, where: _builtin_str) -> Any:
     return dtype
 
 
-def _vdevice(value: Any) -> Device | None:
+def _vdevice(value: Any, where: _builtin_str = "R.Tensor") -> Device | None:
+    # In an @I.ir_module with I.module_global_infos, "cuda:1" is the module's second cuda
+    # VDevice (as TVM's lookup_vdevice); elsewhere a device kind names the runtime device.
     if value is None or isinstance(value, Device):
         return value
     if isinstance(value, _builtin_str):
-        kind, _, index = value.partition(":")
-        return device(kind, int(index or 0))
-    raise TypeError(f"R.Tensor: vdevice must be a Device or 'kind:index', got {value!r}")
+        return resolve_vdevice(value, _I._current_vdevices(), where)
+    raise TypeError(f"{where}: vdevice must be a Device or 'kind:index', got {value!r}")
 
 
 def _dims(values: Any, where: _builtin_str) -> list[Any]:
@@ -229,7 +232,7 @@ def ExternFunc(name: Any, struct_info: Any = None) -> _rx.ExternFunc:
 
 def to_vdevice(data: Any, dst_vdevice: Any) -> _rx.Call:
     """``R.to_vdevice(x, "cpu:0")``: copy to another device (a Device or ``"kind:index"``)."""
-    target = _vdevice(dst_vdevice)
+    target = _vdevice(dst_vdevice, "R.to_vdevice")
     if target is None:
         raise TypeError('R.to_vdevice: dst_vdevice is required, e.g. "cpu:0"')
     return _op.to_vdevice(data, target)

@@ -389,7 +389,7 @@ def _rename_fused(mod: IRModule, fused: dict[str, GlobalVar]) -> IRModule:
                 return new_gvars[expr.name_hint]
             return expr
 
-    result = IRModule(attrs=mod.attrs)
+    result = IRModule(attrs=mod.attrs, global_infos=mod.global_infos)
     new_gvars: dict[str, GlobalVar] = {}
     for gvar, func in mod.items():
         if gvar.name_hint in mapping:

@@ -157,7 +157,7 @@ def _attr_value(printer: RelaxPrinter, value: Any) -> str:
     from ...runtime.dtype import DataType
 
     if isinstance(value, Device):
-        return quote(f"{value.kind}:{value.device_id}")
+        return printer.vdevice(value)
     if isinstance(value, DataType):
         return quote(str(value))
     if isinstance(value, StructInfo):

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from ...errors import VMTypeError, VMValueError
+from ..global_info import GlobalInfo, checked_global_infos, checked_info_list
 from ._base import update_struct_info
 from .block import Function
 from .expr import GlobalVar
@@ -34,6 +35,9 @@ class IRModule:
         The initial functions; a str key makes a new GlobalVar of that name.
     attrs : mapping, optional
         Module attributes (e.g. ``{"external_mods": [...]}``).
+    global_infos : mapping of str to list of GlobalInfo, optional
+        Module-level information, as TVM's: ``{"vdevice": [VDevice("llvm"), VDevice("cuda",
+        0)]}`` lists the virtual devices that ``R.Tensor(..., "cuda:0")`` refers to.
 
     Examples
     --------
@@ -49,10 +53,12 @@ class IRModule:
         self,
         functions: Mapping[GlobalVar | str, Any] | None = None,
         attrs: Mapping[str, Any] | None = None,
+        global_infos: Mapping[str, Any] | None = None,
     ) -> None:
         self._functions: dict[GlobalVar, Any] = {}
         self._by_name: dict[str, GlobalVar] = {}
         self._attrs: dict[str, Any] = _checked_attrs(attrs)
+        self._global_infos = checked_global_infos(global_infos, "IRModule")
         for key, func in (functions or {}).items():
             self[key] = func
 
@@ -109,6 +115,12 @@ class IRModule:
     def attrs(self) -> Mapping[str, Any]:
         """A read-only view of the module attributes."""
         return types.MappingProxyType(self._attrs)
+
+    @property
+    def global_infos(self) -> Mapping[str, tuple[GlobalInfo, ...]]:
+        """A read-only view of the global infos: name -> tuple of :class:`GlobalInfo`
+        (``mod.global_infos["vdevice"]`` are the module's virtual devices)."""
+        return types.MappingProxyType(self._global_infos)
 
     def get_global_var(self, name: str) -> GlobalVar:
         """The GlobalVar called ``name``.
@@ -237,6 +249,27 @@ class IRModule:
         for gvar, func in other:
             self[gvar.name_hint if gvar.name_hint in self._by_name else gvar] = func
 
+    def update_global_info(self, name: str, infos: Any) -> None:
+        """Set the global infos called ``name`` (TVM's ``update_global_info``), in place.
+
+        Parameters
+        ----------
+        name : str
+            The entry, e.g. ``"vdevice"``.
+        infos : list of GlobalInfo
+            Its infos, replacing any it had; under ``"vdevice"`` each must be a
+            :class:`~relaxvm.ir.relax.vdevice.VDevice`.
+
+        Raises
+        ------
+        VMTypeError
+            ``name`` is not a str, or ``infos`` not a list of the right kind of info.
+        """
+        checked = checked_info_list(name, infos, "IRModule.update_global_info")
+        if not name:
+            raise VMValueError("IRModule.update_global_info: the name must not be empty")
+        self._global_infos[name] = checked
+
     def get_attr(self, key: str, default: Any = None) -> Any:
         """The module attribute ``key``, or ``default``."""
         return self._attrs.get(key, default)
@@ -244,7 +277,7 @@ class IRModule:
     def with_attr(self, key: str, value: Any) -> IRModule:
         """A copy of the module (sharing its functions) with one attribute set."""
         copied = self.copy()
-        copied._attrs[_checked_key(key)] = value
+        copied._attrs[_checked_key(key)] = _attr_value(value)
         return copied
 
     def without_attr(self, key: str) -> IRModule:
@@ -256,6 +289,7 @@ class IRModule:
     def copy(self) -> IRModule:
         """A shallow copy: same GlobalVars and function objects, separate mapping."""
         copied = IRModule(attrs=self._attrs)
+        copied._global_infos = dict(self._global_infos)  # tuples: nothing shared can change
         copied._functions = dict(self._functions)
         copied._by_name = dict(self._by_name)
         return copied
@@ -347,7 +381,18 @@ def _checked_attrs(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(attrs, Mapping):
         raise VMTypeError(f"IRModule: attrs must be a mapping, got {type(attrs).__name__}")
-    return {_checked_key(key): value for key, value in attrs.items()}
+    return {_checked_key(key): _attr_value(value) for key, value in attrs.items()}
+
+
+def _attr_value(value: Any) -> Any:
+    """An attribute value in one spelling: TVM stores a Python int attribute as an ``int32``
+    IntImm, so ``with_attr("n", IntImm("int32", 10))`` and ``I.module_attrs({"n": 10})`` are
+    the same attribute; relaxvm keeps the Python int for both."""
+    from ..expr import IntImm
+
+    if isinstance(value, IntImm) and str(value.dtype) == "int32":
+        return int(value.value)
+    return value
 
 
 def _check_function(func: Any, key: Any) -> None:

@@ -67,6 +67,7 @@ import numpy as np
 from ..expr import PrimExpr, SizeVar
 from ..expr import Var as TirVar
 from ..expr_functor import free_vars
+from ..global_info import global_infos_script
 from ..printer import INDENT, Namer, literal, quote
 from ..printer import expr_to_str as prim_expr_to_str
 from ._base import RelaxNode
@@ -96,6 +97,7 @@ from .struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from .vdevice import vdevice_reference
 
 __all__ = [
     "RelaxPrinter",
@@ -145,6 +147,8 @@ class RelaxPrinter:
         self.decls: list[str] | None = None
         # TIR variables first met in the outermost signature (printed as strings there).
         self.sig_vars: set[int] | None = None
+        # The module's listed virtual devices, which "kind:index" references index.
+        self.vdevices: tuple[Any, ...] = ()
 
     # ---- scalar expressions -------------------------------------------------------------
     def prim(self, expr: PrimExpr) -> str:
@@ -225,8 +229,15 @@ class RelaxPrinter:
         if info.shape is None and info.ndim != -1:
             parts.append(f"ndim={info.ndim}")
         if info.vdevice is not None:
-            parts.append(f'vdevice="{info.vdevice.kind}:{info.vdevice.device_id}"')
+            parts.append(f"vdevice={self.vdevice(info.vdevice)}")
         return f"R.Tensor({', '.join(parts)})" if parts else "R.Tensor"
+
+    def vdevice(self, device: Any) -> str:
+        """A device as the script names it: ``"llvm:0"`` for the first listed ``llvm``
+        VDevice of the module (TVM's form), else the runtime kind, ``"cpu:0"``."""
+        return quote(
+            vdevice_reference(device, self.vdevices) or f"{device.kind}:{device.device_id}"
+        )
 
     # ---- expressions --------------------------------------------------------------------
     def expr(self, expr: Any) -> str:
@@ -490,12 +501,17 @@ def module_to_str(mod: Any) -> str:
     if mod.attrs:
         printer = RelaxPrinter()
         lines.append(f"{INDENT}I.module_attrs({literal(dict(mod.attrs), printer.attr_prim)})")
+    infos = getattr(mod, "global_infos", {})
+    if infos:
+        lines.append(f"{INDENT}I.module_global_infos({global_infos_script(infos)})")
     for gvar in mod.get_global_vars():
         func = mod[gvar]
         name = global_name(gvar.name_hint)
         private = "global_symbol" not in func.attrs
         if isinstance(func, Function):
-            lines += RelaxPrinter().function(func, name, 1, private)
+            printer = RelaxPrinter()
+            printer.vdevices = tuple(infos.get("vdevice", ()))
+            lines += printer.function(func, name, 1, private)
         elif isinstance(func, PrimFunc):
             lines += prim_func_lines(func, name, 1, private)
         elif isinstance(func, ExternFunc):
