@@ -2,7 +2,8 @@
 
 Importing this package registers nothing and loads no plugin: plugins load on the first
 registry lookup. It imports the runtime only; the submodules TVM code reaches for
-(``relaxvm.ir``, ``.relax``, ``.transform``, ``.script``, ``.target``, ``.nd``, ``.testing``...)
+(``relaxvm.ir``, ``.relax``, ``.transform``, ``.script``, ``.target``, ``.nd``, ``.testing``,
+``.rpc``, ``.contrib``...)
 and ``relaxvm.IRModule`` / ``relaxvm.Target`` load on first attribute access
 (``docs/tvm_compat.md``).
 """
@@ -56,12 +57,14 @@ if TYPE_CHECKING:
     # The ``x as x`` form marks them as re-exports.
     from . import backend as backend
     from . import cli as cli
+    from . import contrib as contrib
     from . import error as error
     from . import frontend as frontend
     from . import ir as ir
     from . import nd as nd
     from . import registry as registry
     from . import relax as relax
+    from . import rpc as rpc
     from . import runtime as runtime
     from . import script as script
     from . import security as security
@@ -94,6 +97,7 @@ _module_alias.install({"relaxvm.tir": "relaxvm.ir.tir", "relaxvm.te": "relaxvm.i
 _LAZY_SUBMODULES: dict[str, str] = {
     "backend": "relaxvm.backend",
     "cli": "relaxvm.cli",
+    "contrib": "relaxvm.contrib",
     "error": "relaxvm.error",
     "extensions": "relaxvm.registry.extensions",
     "frontend": "relaxvm.frontend",
@@ -103,6 +107,7 @@ _LAZY_SUBMODULES: dict[str, str] = {
     "plugins": "relaxvm.registry.loader",
     "registry": "relaxvm.registry",
     "relax": "relaxvm.relax",
+    "rpc": "relaxvm.rpc",
     "runtime": "relaxvm.runtime",
     "script": "relaxvm.script",
     "security": "relaxvm.security",

@@ -20,7 +20,10 @@ built-in exception TVM raises in the same situation (``ValueError``, ``TypeError
     ├── VMIndexError (IndexError)           an index past the end of a tuple
     ├── FrontendError (ValueError)          a model file an importer cannot read or convert
     │   └── OpNotImplemented (+NotImplementedError)  operators or attributes not supported
-    └── MissingDependencyError (ImportError)  an optional dependency is not installed
+    ├── MissingDependencyError (ImportError)  an optional dependency is not installed
+    └── NotSupportedError                   a TVM API present for imports that relaxvm cannot run
+        ├── RPCNotSupportedError            tvm.rpc's remote sessions (no transport)
+        └── CompilerNotSupportedError       tvm.contrib.cc (no C toolchain step)
 """
 
 from __future__ import annotations
@@ -28,14 +31,17 @@ from __future__ import annotations
 __all__ = [
     "BytecodeError",
     "CompileError",
+    "CompilerNotSupportedError",
     "DeviceError",
     "ExecutableFormatError",
     "FrontendError",
     "FunctionNotFoundError",
     "MissingDependencyError",
+    "NotSupportedError",
     "OpNotImplemented",
     "PluginConflictError",
     "PluginError",
+    "RPCNotSupportedError",
     "RegistryError",
     "RelaxVMError",
     "VMError",
@@ -119,3 +125,19 @@ class OpNotImplemented(FrontendError, NotImplementedError):
 class MissingDependencyError(RelaxVMError, ImportError):
     """An optional dependency (``onnx``, ``torch``...) is not installed; the message says which
     ``pip install`` brings it."""
+
+
+class NotSupportedError(RelaxVMError):
+    """A TVM API that relaxvm provides so TVM code imports, but cannot run; the message says
+    what to use instead. Deliberately not a ``RuntimeError``: code that expects TVM's runtime
+    failure must not take this for one."""
+
+
+class RPCNotSupportedError(NotSupportedError):
+    """A remote-session entry point of ``relaxvm.rpc`` (TVM's ``tvm.rpc``) was called: relaxvm
+    has no RPC transport; ``rpc.LocalSession`` is the session it offers."""
+
+
+class CompilerNotSupportedError(NotSupportedError):
+    """A ``relaxvm.contrib.cc`` compiler function was called: relaxvm has no C toolchain step
+    (``export_library`` writes complete files itself)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -124,6 +126,34 @@ def test_shape():
     assert shape.ndim == 2 and repr(shape) == "Shape([2, 3])" and str(shape) == "[2, 3]"
     assert type(shape[1]) is int
     assert Shape(shape) is shape
+
+
+def test_shape_equals_a_list_of_the_same_dims_as_tvm_shape_tuple():
+    # TVM's ShapeTuple compares equal to a list (``vm["f"](shape) == [4, 9]`` in its tests).
+    shape = Shape([4, 9])
+    # Both operand orders (the list's own == defers to Shape), and != agrees with ==.
+    assert shape == [4, 9] and operator.eq([4, 9], shape) and not operator.ne(shape, [4, 9])
+    assert shape != [4, 8] and shape != [4, 9, 1] and shape != [4]
+    assert shape == (4, 9) and shape == Shape([4, 9]) and shape != (9, 4)
+    assert shape != {4, 9} and shape != "49"
+    # Still hashable, and like the equal tuple (usable as a dict key next to tuples).
+    assert {(4, 9): "t"}[shape] == "t"
+
+
+def test_runtime_has_tvm_shape_tuple_and_load_module(tmp_path):
+    from relaxvm import runtime
+    from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var, op
+
+    assert runtime.ShapeTuple is Shape
+    x = Var("x", TensorStructInfo([3], "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(op.add(x, x)))
+    path = tmp_path / "m.rvm"
+    relaxvm.compile(bb.get(), "llvm").export_library(path)
+    vm = relaxvm.VirtualMachine(runtime.load_module(path), relaxvm.cpu())
+    data = np.arange(3, dtype="float32")
+    np.testing.assert_array_equal(vm["main"](relaxvm.tensor(data)).numpy(), data + data)
 
 
 @pytest.mark.parametrize("bad", [[1.5], [True], ["a"], 5])

@@ -15,9 +15,12 @@ from .memory import (
     clear_pools,
     get_allocator,
 )
-from .module import Module
+from .module import Module, load_module
 from .shape import Shape
 from .tensor import Tensor
+
+#: TVM's name for a shape value (``tvm.runtime.ShapeTuple``), the very class :class:`Shape`.
+ShapeTuple = Shape
 
 __all__ = [
     "Allocator",
@@ -31,6 +34,7 @@ __all__ = [
     "NaiveAllocator",
     "PooledAllocator",
     "Shape",
+    "ShapeTuple",
     "Storage",
     "Tensor",
     "clear_pools",
@@ -41,5 +45,6 @@ __all__ = [
     "from_dlpack",
     "get_allocator",
     "get_device_api",
+    "load_module",
     "tensor",
 ]

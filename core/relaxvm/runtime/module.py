@@ -6,12 +6,13 @@ resolves a callee by name in those imports before the global registry.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..errors import FunctionNotFoundError
 
-__all__ = ["Module"]
+__all__ = ["Module", "load_module"]
 
 
 class Module:
@@ -93,3 +94,28 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}: {len(self._functions)} functions>"
+
+
+def load_module(path: str | os.PathLike[str], *, trust: bool = False) -> Any:
+    """TVM's ``tvm.runtime.load_module``: :func:`relaxvm.load_module` under its TVM name.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A file written by ``Executable.export_library`` (``.rvm`` or ``.so``).
+    trust : bool
+        Run the file's object code even if it is not signed with your key.
+
+    Returns
+    -------
+    Executable
+
+    Raises
+    ------
+    ExecutableFormatError
+        The file is missing, corrupt or of another format.
+    """
+    # Imported here: the package imports this module while it initializes.
+    from .. import load_module as load
+
+    return load(path, trust=trust)

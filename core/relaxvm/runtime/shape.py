@@ -14,7 +14,8 @@ __all__ = ["Shape"]
 class Shape(tuple):  # type: ignore[type-arg]
     """An immutable tuple of int dimensions (TVM's ``ShapeTuple`` / ``ffi.Shape``).
 
-    It is a ``tuple`` subclass, so ``shape == (3, 4)`` and ``shape[0]`` work; the VM tells it
+    It is a ``tuple`` subclass, so ``shape == (3, 4)`` and ``shape[0]`` work; as TVM's
+    ``ShapeTuple`` it also equals a list of the same dims (``shape == [3, 4]``). The VM tells it
     apart from a Relax tuple (a plain ``tuple``) by its type.
 
     Parameters
@@ -41,6 +42,21 @@ class Shape(tuple):  # type: ignore[type-arg]
     def _trusted(cls, dims: tuple[int, ...]) -> Shape:
         """Wrap a tuple of Python ints without validation (VM hot paths)."""
         return tuple.__new__(cls, dims)
+
+    def __eq__(self, other: object) -> bool:
+        # TVM's ShapeTuple equals any sequence with the same dims, a list included
+        # (``vm["f"](...) == [4, 9]``); a plain tuple never equals a list.
+        if isinstance(other, list):
+            other = tuple(other)
+        return tuple.__eq__(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, list):
+            other = tuple(other)
+        return tuple.__ne__(self, other)  # type: ignore[no-any-return]
+
+    # Defining __eq__ would otherwise make the class unhashable.
+    __hash__ = tuple.__hash__
 
     @property
     def ndim(self) -> int:

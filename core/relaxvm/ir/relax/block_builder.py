@@ -161,16 +161,20 @@ class BlockBuilder(TVMBuilderMethods):
             pure,
         )
         self._func, self._bindings, self._in_dataflow = frame, [], False
+        self._enter_current()  # BlockBuilder.current() is this builder inside the scope
         try:
-            yield
-        except BaseException:
-            self._func, self._bindings, self._in_dataflow = None, [], False
-            raise
-        if not frame.finished:
-            self._func, self._bindings, self._in_dataflow = None, [], False
-            raise BlockBuilderError(
-                f"BlockBuilder.function('{name}'): the scope ended without emit_func_output"
-            )
+            try:
+                yield
+            except BaseException:
+                self._func, self._bindings, self._in_dataflow = None, [], False
+                raise
+            if not frame.finished:
+                self._func, self._bindings, self._in_dataflow = None, [], False
+                raise BlockBuilderError(
+                    f"BlockBuilder.function('{name}'): the scope ended without emit_func_output"
+                )
+        finally:
+            self._exit_current()
 
     @contextmanager
     def dataflow(self) -> Iterator[None]:

@@ -10,6 +10,7 @@ concept: building and normalizing.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,17 @@ if TYPE_CHECKING:
     from .module import IRModule
 
 __all__ = ["TVMBuilderMethods"]
+
+# The builders whose ``function()`` scope is open, innermost last, per thread (TVM keeps one
+# stack per process; per thread lets builders on different threads not see each other).
+_ACTIVE = threading.local()
+
+
+def _active_stack() -> list[Any]:
+    stack: list[Any] | None = getattr(_ACTIVE, "stack", None)
+    if stack is None:
+        stack = _ACTIVE.stack = []
+    return stack
 
 
 class TVMBuilderMethods:
@@ -118,6 +130,32 @@ class TVMBuilderMethods:
             primfunc_attrs,
         )
         return self.emit(call, name_hint)
+
+    @staticmethod
+    def current() -> Any:
+        """The builder whose ``function()`` scope is open on this thread (innermost), or None.
+
+        TVM's ``BlockBuilder.current()``, which helpers such as ``relax.testing.nn`` use to
+        emit into the function being built without being passed the builder.
+        """
+        stack = _active_stack()
+        return stack[-1] if stack else None
+
+    def _enter_current(self) -> None:
+        _active_stack().append(self)
+
+    def _exit_current(self) -> None:
+        stack = _active_stack()
+        # Remove this builder's innermost entry (scopes close in order, but be robust).
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index] is self:
+                del stack[index]
+                break
+
+    def get_unique_name(self, name_prefix: str) -> str:
+        """A variable name not yet handed out by this builder: ``name_prefix``, then
+        ``name_prefix1``... (TVM's ``BlockBuilder.get_unique_name``)."""
+        return self._fresh_name(name_prefix)
 
     def _fresh_name(self, prefix: str) -> str:
         """``prefix``, then ``prefix1``, ``prefix2``... skipping names already used, as TVM's
