@@ -10,9 +10,9 @@ from typing import Any
 
 from relaxvm.ir import PrimExpr, Var, select
 from relaxvm.ir import op as sop
-from relaxvm.ir.relax import BlockBuilder, Call, RelaxExpr
+from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, RelaxExpr
 from relaxvm.ir.tir import BufferStore, PrimFunc, Stmt, seq, te
-from relaxvm.ir.tir.intrin import FLAT_AXIS
+from relaxvm.ir.tir.intrin import FLAT_AXIS, check_index
 
 from . import index_ops  # noqa: F401  (registers the gather/scatter/one_hot legalizations)
 from ._kernel import (
@@ -28,6 +28,7 @@ from ._kernel import (
     tensor_arg,
     unravel_index,
 )
+from .elementwise import _scalar_operand
 from .index_check import (
     CHECK_CHUNKS,
     _nest,
@@ -64,6 +65,8 @@ def legalize_take_unchecked(bb: BlockBuilder, call: Call) -> RelaxExpr:
 
 
 def _take(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
+    if isinstance(call.args[1].struct_info, PrimStructInfo):
+        return _take_scalar(bb, call, checked)
     shape = shape_of(tensor_arg(call, 0, "x"))
     index_shape = shape_of(tensor_arg(call, 1, "indices"))
     out_shape = shape_of(out_tensor_sinfo(call))
@@ -115,5 +118,39 @@ def _take(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
         if fused:
             return func.with_body(body)
         return func.with_body(seq(check, func.body)) if checked else func
+
+    return _finish(bb, inputs, [out.buffer], make, "take", OpPattern.INJECTIVE, None)
+
+
+def _take_scalar(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
+    """``take`` with one scalar index (an ``R.Prim``): the slice at that index.
+
+    The index is a TIR value of the kernel (a symbolic one bound by ``match_cast`` when it is
+    known only at run time); it is checked and wrapped like a tensor's indices.
+    """
+    shape = shape_of(tensor_arg(call, 0, "x"))
+    out_shape = shape_of(out_tensor_sinfo(call))
+    raw_axis = attr(call, "axis")
+    flat = raw_axis is None
+    axis = FLAT_AXIS if flat else raw_axis % len(shape)
+    extent = product(shape) if flat else shape[axis]
+    index = sop.cast(_scalar_operand(bb, call, 1), "int64")
+    if checked:
+        picked = sop.cast(check_index(index, extent, axis, "take"), "int64")
+    else:
+        picked = select(sop.less(index, 0), sop.add(index, extent), index)
+    inputs = _Inputs(op_name(call))
+    (x,) = inputs.convert([call.args[0]])
+    inputs._scalar(index)  # a run-time index becomes a scalar parameter of the kernel
+
+    def body(*idx: Any) -> PrimExpr:
+        if flat:
+            return x[tuple(unravel_index(picked, shape))] if shape else x[()]
+        return x[tuple([*idx[:axis], picked, *idx[axis:]])]
+
+    out = te.compute(out_shape, body, name="T_take")
+
+    def make(scalars: list[Var]) -> PrimFunc:
+        return te.create_prim_func([*inputs.placeholders, out, *scalars], name="take")
 
     return _finish(bb, inputs, [out.buffer], make, "take", OpPattern.INJECTIVE, None)

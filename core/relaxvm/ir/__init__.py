@@ -76,6 +76,7 @@ from .structural import (
 # Last, mirroring the layers: TIR builds on the expressions above (it imports them from their
 # own modules, never from this package, so there is no import cycle).
 from . import tir
+from .json_io import load_json, save_json
 
 __all__ = [
     "EQ",
@@ -131,6 +132,7 @@ __all__ = [
     "is_bool_dtype",
     "is_float_dtype",
     "is_int_dtype",
+    "load_json",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -138,6 +140,7 @@ __all__ = [
     "min_expr",
     "post_order_visit",
     "relax",
+    "save_json",
     "select",
     "structural_equal",
     "structural_hash",

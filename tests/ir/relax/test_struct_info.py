@@ -243,3 +243,34 @@ def test_method_shortcut_and_type_errors() -> None:
     assert not TensorStructInfo([2], "float32").is_base_of(TensorStructInfo(dtype=None))
     with pytest.raises(VMTypeError, match=r"derived must be a StructInfo, got int"):
         struct_info_base_check(ObjectStructInfo(), 3)  # type: ignore[arg-type]
+
+
+def test_callable_equality_binds_the_parameters_symbols() -> None:
+    def signature(first: int) -> FuncStructInfo:
+        # Fresh n and m each time, as two separately written annotations have.
+        n, m = TirVar("n"), TirVar("m")
+        x = TensorStructInfo([first, n, m], "float32")
+        return FuncStructInfo([x, TensorStructInfo([first, n, 1], "float32")], x)
+
+    a, b, c = signature(1), signature(1), signature(2)
+    assert a == b
+    assert (a != b) is False
+    assert hash(a) == hash(b)
+    assert a != c
+    assert len({a, b, c}) == 2
+    # A symbol that no parameter introduces stays free: compared by identity, as TVM's ==.
+    k1, k2 = TirVar("k"), TirVar("k")
+    ret_only = [FuncStructInfo([], TensorStructInfo([k], "float32")) for k in (k1, k2)]
+    assert ret_only[0] != ret_only[1]
+    assert FuncStructInfo([], TensorStructInfo([k1], "float32")) == ret_only[0]
+    assert a != TensorStructInfo([1], "float32") and a != 3
+    assert a.derive_func is None and FuncStructInfo.opaque_func().derive_func is None
+    # Inside a tuple the comparison is the same.
+    assert TupleStructInfo([a]) == TupleStructInfo([b])
+
+
+def test_tuple_struct_info_needs_a_list() -> None:
+    with pytest.raises(VMTypeError, match="TupleStructInfo: fields must be a list of StructInfo"):
+        TupleStructInfo(1)  # type: ignore[arg-type]
+    fields = (TensorStructInfo([2], "float32"), ObjectStructInfo())
+    assert TupleStructInfo(field for field in fields).fields == fields

@@ -13,7 +13,8 @@ import pytest
 
 import relaxvm
 from relaxvm.errors import VMIndexError
-from relaxvm.ir.relax import BlockBuilder, TensorStructInfo, Var
+from relaxvm.ir import IntImm
+from relaxvm.ir.relax import BlockBuilder, PrimStructInfo, PrimValue, TensorStructInfo, Tuple, Var
 from relaxvm.ir.relax import op as rop
 from relaxvm.ir.tir import intrin as T
 from relaxvm.registry.extensions import get_target_kind
@@ -249,3 +250,33 @@ def test_one_dimensional_gather_checks_while_gathering(target: str) -> None:
             vm["main"](relaxvm.tensor(empty), relaxvm.tensor(np.array([0], dtype="int64")))
         got = vm["main"](relaxvm.tensor(empty), relaxvm.tensor(np.zeros(0, dtype="int64")))
         assert got.numpy().shape == (0,)
+
+
+def _scalar_take_module(axis: int | None) -> relaxvm.ir.relax.IRModule:
+    """``main(x, i) = (take(x, i), take(x, 2))`` with ``i`` an ``R.Prim("int64")`` known only
+    at run time and 2 a literal ``R.prim_value``."""
+    x = Var("x", TensorStructInfo([5, 3], "float32"))
+    i = Var("i", PrimStructInfo("int64"))
+    bb = BlockBuilder()
+    with bb.function("main", [x, i]):
+        by_var = bb.emit(rop.take(x, i, axis=axis))
+        by_literal = bb.emit(rop.take(x, PrimValue(IntImm("int64", 2)), axis=axis))
+        bb.emit_func_output(Tuple([by_var, by_literal]))
+    return bb.get()
+
+
+@pytest.mark.parametrize("exec_mode", EXEC_MODES)
+@pytest.mark.parametrize("target", TARGETS)
+def test_take_with_a_scalar_index_matches_numpy(target: str, exec_mode: str) -> None:
+    for axis in (0, 1, -1, None):
+        with _target(target):
+            ex = relaxvm.compile(_scalar_take_module(axis), target=target, exec_mode=exec_mode)
+            vm = relaxvm.VirtualMachine(ex, _device(target))
+            for index in (0, 2, -1, -3):
+                by_var, by_literal = vm["main"](relaxvm.tensor(X), index)
+                np.testing.assert_array_equal(by_var.numpy(), np.take(X, index, axis=axis))
+                np.testing.assert_array_equal(by_literal.numpy(), np.take(X, 2, axis=axis))
+            where = "the flattened input" if axis is None else f"axis {axis % 2}"
+            size = 15 if axis is None else X.shape[axis]
+            with pytest.raises(VMIndexError, match=_message(size, where, size)):
+                vm["main"](relaxvm.tensor(X), size)

@@ -14,7 +14,7 @@ additionally maps variables between two functions. ``str()`` gives the TVMScript
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import VMTypeError, VMValueError
@@ -384,6 +384,10 @@ class TupleStructInfo(StructInfo):
     fields: tuple[StructInfo, ...]
 
     def __init__(self, fields: Sequence[StructInfo], span: Span | None = None) -> None:
+        if isinstance(fields, (str, bytes)) or not isinstance(fields, Iterable):
+            raise VMTypeError(
+                f"TupleStructInfo: fields must be a list of StructInfo, got {fields!r}"
+            )
         checked = tuple(
             _as_struct_info(field, f"TupleStructInfo: field {index}")
             for index, field in enumerate(fields)
@@ -451,8 +455,33 @@ class FuncStructInfo(StructInfo):
         """True when the parameters are unknown."""
         return self.params is None
 
+    @property
+    def derive_func(self) -> None:
+        """TVM's custom derivation function of an opaque callable: relaxvm has none."""
+        return None
+
     def _key(self) -> tuple[Any, ...]:
         return (self.params, self.ret, self.purity)
+
+    def __eq__(self, other: object) -> bool:
+        # As TVM's StructInfo ``==``: structural equality, under which the symbolic variables
+        # that parameters introduce are bound there, so two separately built signatures
+        # ``(R.Tensor((n,)),) -> R.Tensor((n,))`` are equal although their ``n`` differ.
+        if self is other:
+            return True
+        if not isinstance(other, StructInfo):
+            return NotImplemented
+        if not isinstance(other, FuncStructInfo):
+            return False
+        from ..structural import structural_equal
+
+        return structural_equal(self, other)
+
+    def __hash__(self) -> int:
+        # Consistent with __eq__ above (equal signatures hash alike).
+        from ..structural import structural_hash
+
+        return structural_hash(self)
 
     def _script(self) -> str:
         if self.params is None:

@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from relaxvm.ir import IntImm
 from relaxvm.ir import Var as SymVar
-from relaxvm.ir.relax import ShapeStructInfo, TensorStructInfo, Tuple, TupleStructInfo, Var, op
+from relaxvm.ir.relax import (
+    PrimStructInfo,
+    PrimValue,
+    ShapeStructInfo,
+    TensorStructInfo,
+    Tuple,
+    TupleStructInfo,
+    Var,
+    op,
+)
 from relaxvm.ir.relax.op import OpError, infer
 
 from .conftest import assert_rank_only, assert_shape, tvar
@@ -59,7 +69,8 @@ def test_reshape_errors() -> None:
 
 def test_reshape_unknown_input_and_shape_var() -> None:
     assert_shape(infer(op.reshape(tvar(None, ndim=-1), (3, 2))), (3, 2))
-    assert_rank_only(infer(op.reshape(tvar(None, ndim=2), (3, -1))), 2)
+    with pytest.raises(OpError, match=r"cannot infer the -1 in new shape \(3, -1\)"):
+        infer(op.reshape(tvar(None, ndim=2), (3, -1)))  # as TVM: x's element count is unknown
     s = Var("s", ShapeStructInfo(ndim=3))
     result = infer(op.reshape(tvar((2, 3)), s))
     assert isinstance(result, TensorStructInfo)
@@ -244,3 +255,38 @@ def test_broadcast_to() -> None:
         infer(op.broadcast_to(tvar((3, 2)), (3, 4)))
     with pytest.raises(OpError, match="relax.broadcast_to: cannot broadcast x of shape .* lower"):
         infer(op.broadcast_to(tvar((3, 2)), (2,)))
+
+
+def test_take_scalar_index_removes_the_axis() -> None:
+    scalar = Var("i", PrimStructInfo("int64"))
+    data = np.zeros((4, 10))
+    for axis in (0, 1, -1):
+        expected = np.take(data, 3, axis=axis).shape
+        assert_shape(infer(op.take(tvar((4, 10)), scalar, axis=axis)), expected)
+        literal = PrimValue(IntImm("int32", 3))
+        assert_shape(infer(op.take(tvar((4, 10)), literal, axis=axis)), expected)
+    assert_shape(infer(op.take(tvar((4, 10)), scalar)), ())  # flattened: one element
+    with pytest.raises(OpError, match="relax.take: indices must have an integer dtype"):
+        infer(op.take(tvar((4,)), Var("f", PrimStructInfo("float32")), axis=0))
+
+
+def test_reshape_minus_one_needs_a_known_input_shape() -> None:
+    s4 = Var("s", ShapeStructInfo(ndim=4))
+    inputs = [
+        tvar(None, ndim=4),
+        tvar(None, ndim=-1),
+        Var("x", TensorStructInfo(s4, "float32")),
+        Var("x", TensorStructInfo(Var("s", ShapeStructInfo()), "float32")),
+    ]
+    for x in inputs:
+        with pytest.raises(
+            OpError,
+            match=r"relax.reshape: cannot infer the -1 in new shape \(2, 3, -1\): x .* unknown "
+            r"number of elements, which cannot be proved equal to the new shape's 6 \* \(the -1\)",
+        ):
+            infer(op.reshape(x, (2, 3, -1)))
+    # Extents known through the shape variable's struct info resolve the -1.
+    known = Var("x", TensorStructInfo(Var("s", ShapeStructInfo([2, 3, 4])), "float32"))
+    assert_shape(infer(op.reshape(known, (2, -1))), (2, 12))
+    # Without a -1 nothing needs x's element count.
+    assert_shape(infer(op.reshape(tvar(None, ndim=4), (2, 3))), (2, 3))

@@ -13,7 +13,7 @@ from ...expr import IntImm, PrimExpr
 from ...op import add, floordiv, max_expr, min_expr, sub
 from .._base import RelaxExpr
 from ..expr import Call, Tuple, Var
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 from ._common import (
     as_axes,
     as_int,
@@ -301,7 +301,13 @@ def strided_slice(
 
 def _infer_take(call: Call, ctx: InferContext) -> StructInfo:
     info = ctx.tensor_arg(call, 0, "x")
-    indices = ctx.tensor_arg(call, 1, "indices")
+    index_sinfo = ctx.arg_sinfo(call, 1)
+    if isinstance(index_sinfo, PrimStructInfo):
+        # A scalar index (``R.prim_value(i)`` or an ``R.Prim`` value), as TVM allows: it
+        # takes one slice, like a 0-d index tensor, removing the axis.
+        indices = TensorStructInfo([], index_sinfo.dtype)
+    else:
+        indices = ctx.tensor_arg(call, 1, "indices")
     if indices.dtype is not None and indices.dtype.code not in (
         DataTypeCode.INT,
         DataTypeCode.UINT,

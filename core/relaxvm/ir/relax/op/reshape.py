@@ -70,6 +70,33 @@ def _resolve_zeros(values: Sequence[Any], x: RelaxExpr) -> list[Any]:
     return out
 
 
+def _is_minus_one(value: Any) -> bool:
+    if isinstance(value, IntImm):
+        return value.value == -1
+    return isinstance(value, int) and not isinstance(value, bool) and value == -1
+
+
+def _check_deducible(values: Sequence[Any], x: RelaxExpr) -> None:
+    """Reject a literal ``-1`` when x is a tensor whose extents are unknown, as TVM's builder
+    does: the -1 stands for "the rest of x's elements", and x's element count cannot be
+    proved equal to any product of the new shape. (A shape *value* such as
+    ``R.shape([-1])`` is left to inference, which keeps the rank only, as in TVM.)
+    """
+    if not any(_is_minus_one(v) for v in values):
+        return
+    sinfo = getattr(x, "struct_info", None)
+    if not isinstance(sinfo, TensorStructInfo) or _source_values(sinfo) is not None:
+        return
+    others = [v for v in values if not _is_minus_one(v)]
+    known = product([IntImm("int64", v) if isinstance(v, int) else v for v in others])
+    raise OpError(
+        f"relax.reshape: cannot infer the -1 in new shape {tuple(values)}: x "
+        f"{dims_text(sinfo)} has an unknown number of elements, which cannot be proved equal "
+        f"to the new shape's {known} * (the -1) elements; give x a known shape (match_cast) "
+        "or write the extent instead of -1"
+    )
+
+
 def reshape(x: RelaxExpr, shape: Any) -> Call:
     """Reshape ``x`` to ``shape``.
 
@@ -86,6 +113,9 @@ def reshape(x: RelaxExpr, shape: Any) -> Call:
     ------
     OpTypeError
         ``shape`` is a bare int or PrimExpr rather than a tuple or shape value.
+    OpError
+        ``shape`` is a tuple with a ``-1`` while x's extents are unknown (TVM raises there
+        too: x's element count cannot be proved equal to the new shape's).
     """
     if not isinstance(shape, (RelaxExpr, list, tuple)):
         hint = f" (write ({shape},) for a 1-d shape)" if isinstance(shape, (int, PrimExpr)) else ""
@@ -95,6 +125,7 @@ def reshape(x: RelaxExpr, shape: Any) -> Call:
         )
     if isinstance(shape, (list, tuple)):
         shape = _resolve_zeros(shape, x)
+        _check_deducible(shape, x)
     return make_call("relax.reshape", [x, as_shape_expr("relax.reshape", shape)])
 
 
