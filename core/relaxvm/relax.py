@@ -22,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .ir.relax import *  # noqa: F403 - the whole Relax IR, as tvm.relax has it
+from .ir.relax import Expr, ShapeStructInfo, TensorStructInfo, update_struct_info
 from .ir.relax import __all__ as _ir_names
 from .ir.relax import op as op
 from .ir.relax.op import call_dps_packed as call_dps_packed
@@ -57,6 +58,7 @@ __all__ = sorted(
         "build",
         "frontend",
         "get_pipeline",
+        "get_shape_of",
         "op",
         "transform",
     }
@@ -81,6 +83,47 @@ _module_alias.install(
         **{f"{__name__}.{name}": real for name, real in _OUTSIDE_IR.items()},
     }
 )
+
+
+def get_shape_of(expr: Expr) -> Expr:
+    """The shape of a normalized tensor expression, as TVM's ``relax.get_shape_of``.
+
+    Parameters
+    ----------
+    expr : Expr
+        A Relax expression whose struct info is already set (normalize it with a
+        :class:`BlockBuilder` first) and is a :class:`TensorStructInfo`.
+
+    Returns
+    -------
+    Expr
+        The shape held by the struct info (a :class:`ShapeExpr`, or the shape Var it names)
+        when it is known; otherwise a fresh ``R.shape_of(expr)`` call whose struct info is a
+        :class:`ShapeStructInfo` of the tensor's rank, so the shape is read at run time.
+
+    Raises
+    ------
+    ValueError
+        If ``expr`` has no struct info yet (it was never normalized).
+    TypeError
+        If ``expr`` is not a Relax expression or its struct info is not a TensorStructInfo.
+    """
+    if not isinstance(expr, Expr):
+        raise TypeError(f"get_shape_of: expected a Relax expression, got {type(expr).__name__}")
+    info = expr.struct_info
+    if info is None:
+        raise ValueError(
+            f"get_shape_of: {type(expr).__name__} has no struct info; normalize it first "
+            "(BlockBuilder.normalize)"
+        )
+    if not isinstance(info, TensorStructInfo):
+        raise TypeError(f"get_shape_of: expected an expression with TensorStructInfo, got {info}")
+    if info.shape is not None:
+        return info.shape
+    # Unknown extents: the shape is only known at run time, as in TVM's GetShapeOf.
+    call = op.shape_of(expr)
+    update_struct_info(call, ShapeStructInfo(ndim=info.ndim))
+    return call
 
 
 def __getattr__(name: str) -> Any:

@@ -6,8 +6,9 @@ table also names the values:
 
 ``is_var``
     True for things paired by definition rather than compared by content: TIR and Relax
-    variables and TIR buffers. Their ``children`` (a Relax variable's annotation, a buffer's
-    shape and handle) are compared only where the variable is defined.
+    variables; ``DEFINED_BY_FIRST_USE`` for TIR buffers, which are also defined where they
+    are first used. Their ``children`` (a Relax variable's annotation, a buffer's shape and
+    handle) are compared only where the variable is defined.
 ``values``
     Compared by value (dtypes, names of globals, constants); hashable, and NaN given as
     ``"nan"`` (each NaN object hashes differently).
@@ -47,7 +48,7 @@ from .relax.expr import (
     Var,
 )
 from .relax.module import IRModule
-from .structural import DEF, DEF_FIRST, ISOLATED, USE
+from .structural import DEF, DEF_FIRST, DEFINED_BY_FIRST_USE, ISOLATED, USE
 from .tir.block import Block, BlockRealize, BufferRegion, IterVar, MatchBufferRegion
 from .tir.buffer import Buffer, BufferLoad
 from .tir.function import PrimFunc
@@ -59,7 +60,8 @@ __all__ = ["REFLECTORS"]
 
 Values = tuple[Any, ...]
 Children = tuple[tuple[str, Any, int | None], ...]
-Reflection = tuple[bool, Values, Children]
+#: ``is_var`` is False, True or ``DEFINED_BY_FIRST_USE`` (see the module docstring).
+Reflection = tuple[bool | int, Values, Children]
 
 _NONE: Values = ()
 
@@ -107,9 +109,10 @@ def _range(node: Range) -> Reflection:
 # ---- TIR ----------------------------------------------------------------------------------
 def _buffer(node: Buffer) -> Reflection:
     # Shape, strides and offset define their symbolic variables, as a PrimFunc's
-    # `A: T.Buffer((n, 4))` does; the name is a label, not structure.
+    # `A: T.Buffer((n, 4))` does; the name is a label, not structure. A buffer not defined
+    # yet is defined by its first use (TVM compares buffers by content).
     return (
-        True,
+        DEFINED_BY_FIRST_USE,
         (node.dtype, node.scope),
         (
             (".shape", node.shape, DEF_FIRST),

@@ -12,10 +12,17 @@ How variables correspond
     buffer), it is paired with the variable at the same place on the other side, and every
     later use must follow that pairing. A symbolic variable is defined where it first appears
     in a definition position: a Relax parameter's or binding variable's annotation, a
-    ``match_cast`` pattern, the shape of a ``PrimFunc`` parameter buffer. Any other variable is
-    *free*: equal only to itself, unless ``map_free_vars=True``, which pairs free variables
-    one-to-one on first appearance as well. So two functions written separately compare
-    equal, while ``n + 1`` and ``m + 1`` only compare equal with ``map_free_vars=True``.
+    ``match_cast`` pattern, the shape of a ``PrimFunc`` parameter buffer. A buffer is
+    defined where it first appears, wherever that is (as in TVM, which compares buffers by
+    content and treats their data pointer and shape as definitions): two ``PrimFunc`` bodies
+    that read their own parameter buffers compare equal without the functions around them.
+    The one exception is a bare ``PrimExpr`` compared with ``map_free_vars=False``: that is
+    the expression's own ``==``, where variables and buffers are equal only to themselves
+    (TVM's ``ExprDeepEqual``), so that ``A[i]`` never equals ``B[i]`` for the analyzer.
+    Any other variable is *free*: equal only to itself, unless ``map_free_vars=True``, which
+    pairs free variables one-to-one on first appearance as well. So two functions written
+    separately compare equal, while ``n + 1`` and ``m + 1`` only compare equal with
+    ``map_free_vars=True``.
 Everything else
     Node types, data types and constants must match; global functions and operators compare
     by name; a Relax expression's derived struct info is not compared (a variable's
@@ -51,6 +58,10 @@ __all__ = [
 # ISOLATED walks a use in a fresh scope of variables: the functions of a module are closed,
 # so a symbolic `n` that two of them share (as emit_te makes) is defined anew in each.
 USE, DEF, DEF_FIRST, ISOLATED, _BIND, _EXIT = 0, 1, 2, 3, 4, 5
+#: A reflector's ``is_var`` for nodes that a use defines when nothing defined them before (a
+#: TIR buffer: TVM compares buffers by content, with the data pointer and shape as
+#: definitions, so a buffer first met in a body pairs with the buffer at the same place).
+DEFINED_BY_FIRST_USE = 2
 
 #: One step of the walk: the token compared or hashed, the path to it, and the value there.
 _Item = tuple[tuple[Any, ...], Any, Any]
@@ -117,8 +128,10 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """
     lhs, rhs = _convert_roots(lhs, rhs)
     if not map_free_vars and isinstance(lhs, PrimExpr) and isinstance(rhs, PrimExpr):
-        # The expressions' own ``==`` is this comparison (free variables by identity); it
-        # is cached per node, which keeps the many small shape comparisons of passes cheap.
+        # The expressions' own ``==`` (free variables and buffers by identity, as TVM's
+        # ExprDeepEqual); it is cached per node, which keeps the many small shape
+        # comparisons of passes cheap, and the arithmetic analyzer relies on it never
+        # equating loads from two different buffers.
         return lhs == rhs
     return _first_difference(lhs, rhs, map_free_vars) is None
 
@@ -245,6 +258,8 @@ def _walk(root: Any, map_free_vars: bool) -> Iterator[_Item]:
             is_var, values, children = how[0](node)
             if is_var:
                 number = numbers.get(id(node))
+                if number is None and is_var == DEFINED_BY_FIRST_USE and role == USE:
+                    role = DEF_FIRST
                 if not (role == DEF or (number is None and (role == DEF_FIRST or map_free_vars))):
                     yield (("free", id(node)) if number is None else ("ref", number)), path, node
                     continue

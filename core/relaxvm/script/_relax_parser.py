@@ -171,11 +171,15 @@ class RelaxParser(Evaluator):
             self.bb, self._outputs = saved_bb, saved_outputs
         if ret is not None and ret != func.ret_struct_info:
             actual = func.ret_struct_info
-            if struct_info_base_check(ret, actual) != BaseCheckResult.PASS:
+            if struct_info_base_check(ret, actual) == BaseCheckResult.FAIL_L0:
+                # Only an annotation that no value of the body's struct info can satisfy is
+                # refused; a narrower one (a known shape for an R.Object, other symbolic
+                # dims) is trusted, as TVM does, and VMShapeLower checks the returned value
+                # against it at run time.
                 raise self.error(
                     node.returns,
                     f"function '{node.name}' is annotated to return {ret} but its body returns "
-                    f"{actual}; fix the annotation or use R.match_cast in the body",
+                    f"{actual}, which can never match it; fix the annotation",
                 )
             func = rx.Function(func.params, func.body, ret, func.is_pure, func.attrs)
         return func
@@ -209,6 +213,9 @@ class RelaxParser(Evaluator):
             if len(stmt.targets) != 1:
                 raise self.error(stmt, "chained assignment (a = b = ...) is not supported")
             if _is_declaration(self, stmt):
+                # `n, m = T.int64(), T.int64()` in a dataflow block or an `if` branch declares
+                # symbolic variables (no binding), as at the top of the function body.
+                declared_sym_vars(self, [stmt])
                 return
             target = stmt.targets[0]
             value = self.eval_value(stmt.value)
