@@ -272,7 +272,7 @@ def call_te(
         )
 
     def make(scalars: list[Var]) -> PrimFunc:
-        return te.create_prim_func(
+        return te.create_loop_func(
             [*inputs.placeholders, *outputs, *scalars], name=primfunc_name_hint
         )
 

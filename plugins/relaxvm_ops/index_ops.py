@@ -92,7 +92,7 @@ def _finish_te(
     name: str,
 ) -> RelaxExpr:
     def make(scalars: list[Var]) -> PrimFunc:
-        func = te.create_prim_func([*inputs.placeholders, out, *scalars], name=name)
+        func = te.create_loop_func([*inputs.placeholders, out, *scalars], name=name)
         return func.with_body(seq(*prologue, func.body)) if prologue else func
 
     return _finish(bb, inputs, [out.buffer], make, name, OpPattern.INJECTIVE, None)

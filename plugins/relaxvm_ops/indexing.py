@@ -114,7 +114,7 @@ def _take(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
         check = index_check_loops(indices.buffer, extent, axis, "take")
 
     def make(scalars: list[Var]) -> PrimFunc:
-        func = te.create_prim_func([*inputs.placeholders, out, *scalars], name="take")
+        func = te.create_loop_func([*inputs.placeholders, out, *scalars], name="take")
         if fused:
             return func.with_body(body)
         return func.with_body(seq(check, func.body)) if checked else func

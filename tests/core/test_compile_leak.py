@@ -94,4 +94,4 @@ def test_compute_may_read_a_temporary_tensor() -> None:
         (4,), lambda i: te.compute((4,), lambda j: a[j] * 2.0, name="B")[i] + 1.0, name="C"
     )
     func = te.create_prim_func([a, c])
-    assert "B[j] = A[j]" in func.script()
+    assert "B[v_j] = A[v_j] * T.float32(2.0)" in func.script()

@@ -71,11 +71,15 @@ def test_equals_te_built_kernel() -> None:
 def main(A: T.Buffer((n, 4), "float32"), B: T.Buffer((n, 4), "float32")):
     T.func_attr({"global_symbol": "main", "tir.noalias": T.bool(True)})
     n = T.int64()
-    for i in range(n):
-        for j in range(4):
-            B[i, j] = A[i, j] + T.float32(1.0)
+    for i, j in T.grid(n, 4):
+        with T.block("B"):
+            v_i, v_j = T.axis.remap("SS", [i, j])
+            T.reads(A[v_i, v_j])
+            T.writes(B[v_i, v_j])
+            B[v_i, v_j] = A[v_i, v_j] + T.float32(1.0)
 """
     )
+    # te makes TVM's block form, which the parser reads back to the same function.
     assert tir.structural_equal(parsed, expected)
     assert parsed.attrs["tir.noalias"] is True
 

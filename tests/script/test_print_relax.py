@@ -52,7 +52,11 @@ def test_seed_module_prints_as_tvmscript() -> None:
         'C: T.Buffer((T.int64(3), T.int64(4)), "float32")):\n'
         '        T.func_attr({"tir.noalias": True})\n'
         "        for i, j in T.grid(T.int64(3), T.int64(4)):\n"
-        "            C[i, j] = x[i, j] + x[i, j]\n"
+        '            with T.block("C"):\n'
+        '                v_i, v_j = T.axis.remap("SS", [i, j])\n'
+        "                T.reads(x[v_i, v_j])\n"
+        "                T.writes(C[v_i, v_j])\n"
+        "                C[v_i, v_j] = x[v_i, v_j] + x[v_i, v_j]\n"
         "\n"
         "    @R.function\n"
         '    def main(x: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((3, 4), dtype="float32"):\n'

@@ -425,7 +425,7 @@ def _scheduled_matmul(kind: str) -> tir.PrimFunc:
     b = te.placeholder((5, 7), name="B")
     k = te.reduce_axis((0, 5), name="k")
     c = te.compute((n, 7), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    sch = tir.Schedule(te.create_prim_func([a, b, c]))
+    sch = tir.Schedule(te.create_loop_func([a, b, c]))
     i, j = sch.get_loops("C")
     if kind == "split_guarded":
         sch.split(i, [None, 4])

@@ -36,6 +36,7 @@ from ..ir.tir import (
     Stmt,
 )
 from ..ir.tir.buffer import Buffer
+from ..ir.tir.lower_blocks import as_loop_nests
 from ._graph_util import OpPattern
 from .pass_infra import Pass, PassContext, module_pass
 
@@ -179,7 +180,7 @@ def _stage_kind(stores: list[_Store]) -> OpPattern:
 
 def analyze_op_pattern(func: PrimFunc) -> int:
     """The op pattern kind of ``func`` (see the module docstring), as an int."""
-    body: Stmt = func.body
+    body: Stmt = as_loop_nests(func).body  # block form (te.create_prim_func) as its loops
     while isinstance(body, Allocate):
         body = body.body
     stages = list(body.seq) if isinstance(body, SeqStmt) else [body]

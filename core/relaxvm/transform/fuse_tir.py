@@ -47,6 +47,7 @@ from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.op import call_tir
 from ..ir.tir import Allocate, BufferLoad, BufferStore, For, ForKind, PrimFunc, SeqStmt, Stmt, seq
 from ..ir.tir.buffer import Buffer
+from ..ir.tir.lower_blocks import as_loop_nests
 from ._graph_util import OpPattern, global_refs
 from ._tir_rewrite import Rewriter, loads_in, rewrite_expr, stores_in
 from .pass_infra import Pass, PassContext, module_pass
@@ -134,6 +135,7 @@ def _instantiate(
             f"parameters, the call passes {len(buffers)} tensors (scalar parameters are not "
             "fused)"
         )
+    kernel = as_loop_nests(kernel)  # block form (te.create_prim_func) as its loops
     var_map: dict[Var, PrimExpr] = {}
     buffer_map: dict[Buffer, Buffer] = {}
     for handle, target in zip(kernel.params, buffers, strict=True):

@@ -30,6 +30,7 @@ from ..ir.relax._base import RelaxExpr
 from ..ir.relax.expr_functor import ExprMutator
 from ..ir.relax.op import reshape
 from ..ir.tir import For, PrimFunc
+from ..ir.tir.lower_blocks import as_loop_nests
 from ._graph_util import map_relax_functions
 from ._tir_rewrite import loads_in, stores_in
 from .pass_infra import Pass, PassContext, module_pass
@@ -53,6 +54,7 @@ def is_reshape_kernel(func: PrimFunc) -> bool:
         return True
     if len(func.params) != 2:
         return False
+    func = as_loop_nests(func)  # block form (te.create_prim_func) as its loops
     source, dest = (func.buffer_map.get(p) for p in func.params)
     if source is None or dest is None or source.dtype != dest.dtype:
         return False

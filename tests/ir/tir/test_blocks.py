@@ -28,11 +28,12 @@ from relaxvm.ir.tir import (
     structural_equal,
     structural_hash,
 )
-from relaxvm.ir.tir.lower_blocks import has_blocks, lower_blocks_stmt
+from relaxvm.ir.tir.lower_blocks import as_loop_nests, has_blocks, lower_blocks_stmt
 
 
-def _rowsum() -> PrimFunc:
-    """B[i] = sum_k A[i, k] in block form, built with the node constructors."""
+def _rowsum(reduction_outside: bool = False) -> PrimFunc:
+    """B[i] = sum_k A[i, k] in block form, built with the node constructors (loops ``i, k``,
+    or ``k, i`` with ``reduction_outside``)."""
     a = decl_buffer((4, 6), "float32", "A")
     b = decl_buffer((4,), "float32", "B")
     i, k = Var("i", "int64"), Var("k", "int64")
@@ -49,16 +50,37 @@ def _rowsum() -> PrimFunc:
         init=BufferStore(b, 0.0, [vi]),
     )
     realize = BlockRealize([i, k], True, block)
-    body = For(i, 0, 4, ForKind.SERIAL, For(k, 0, 6, ForKind.SERIAL, realize))
+    if reduction_outside:
+        body = For(k, 0, 6, ForKind.SERIAL, For(i, 0, 4, ForKind.SERIAL, realize))
+    else:
+        body = For(i, 0, 4, ForKind.SERIAL, For(k, 0, 6, ForKind.SERIAL, realize))
     pa, pb = Var("a", "handle"), Var("b", "handle")
     return PrimFunc([pa, pb], body, {pa: a, pb: b}, {"global_symbol": "rowsum"})
 
 
-def test_rowsum_lowers_to_a_guarded_init_and_runs() -> None:
+def test_rowsum_lowers_to_init_before_the_reduction_loop_and_runs() -> None:
+    # The reduction loop is innermost and bound to the "R" variable alone, so the init is
+    # hoisted in front of it: the loop nest te's reductions lower to.
     func = _rowsum()
     lowered = lower_blocks(func)
     assert not has_blocks(lowered) and has_blocks(func)
-    text = lowered.script()
+    assert lowered.script().splitlines()[-4:] == [
+        "    for i in range(T.int64(4)):",
+        "        B[i] = T.float32(0.0)",
+        "        for k in range(T.int64(6)):",
+        "            B[i] = B[i] + A[i, k]",
+    ]
+    a = np.arange(24, dtype="float32").reshape(4, 6)
+    b = np.full(4, 99.0, "float32")
+    run_prim_func(func, a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1))
+
+
+def test_reduction_loop_outside_keeps_the_guarded_init() -> None:
+    # With the reduction loop outermost, the init must run at k == 0 for every i (TVM's
+    # LowerInitBlock form).
+    func = _rowsum(reduction_outside=True)
+    text = lower_blocks(func).script()
     assert "if k == T.int64(0):" in text
     assert "B[i] = B[i] + A[i, k]" in text
     a = np.arange(24, dtype="float32").reshape(4, 6)
@@ -180,3 +202,16 @@ def test_constructor_errors(make, error, message) -> None:  # type: ignore[no-un
 def test_lower_blocks_rejects_other_objects() -> None:
     with pytest.raises(VMTypeError, match="lower_blocks: expected a PrimFunc or an IRModule"):
         lower_blocks(3)
+
+
+def test_as_loop_nests_lowers_only_functions_with_blocks() -> None:
+    func = _rowsum()
+    lowered = as_loop_nests(func)
+    assert has_blocks(func) and not has_blocks(lowered)
+    tir_text = lowered.script()
+    assert "B[i] = T.float32(0.0)" in tir_text and "T.block" not in tir_text
+    assert as_loop_nests(lowered) is lowered  # no blocks: the same function
+    a = np.arange(24, dtype="float32").reshape(4, 6)
+    b = np.zeros(4, "float32")
+    run_prim_func(lowered, a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1))

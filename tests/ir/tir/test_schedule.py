@@ -17,7 +17,7 @@ def _matmul(n: int | Var = 6) -> tuple[tir.PrimFunc, te.IterVar]:
     b = te.placeholder((5, 7), name="B")
     k = te.reduce_axis((0, 5), name="k")
     c = te.compute((n, 7), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return te.create_prim_func([a, b, c]), k
+    return te.create_loop_func([a, b, c]), k  # tir.Schedule works on loop nests
 
 
 def _check_matmul(func: tir.PrimFunc, rows: int = 6) -> None:

@@ -27,13 +27,25 @@ def test_broadcast_add_via_index_expressions() -> None:
     np.testing.assert_allclose(out, x + y, rtol=1e-6)
 
 
-def test_matmul_via_sum_lowers_to_init_and_update() -> None:
+def test_matmul_via_sum_is_a_reduction_block() -> None:
     a = te.placeholder((4, 3), name="A")
     b = te.placeholder((3, 5), name="B")
     k = te.reduce_axis((0, 3), name="k")
     c = te.compute((4, 5), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     func = te.create_prim_func([a, b, c])
+    # TVM's block form: "R" for the reduction axis, reads without the output, an init.
     assert func.script().splitlines()[5:] == [
+        "    for i, j, k in T.grid(T.int64(4), T.int64(5), T.int64(3)):",
+        '        with T.block("C"):',
+        '            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])',
+        "            T.reads(A[v_i, v_k], B[v_k, v_j])",
+        "            T.writes(C[v_i, v_j])",
+        "            with T.init():",
+        "                C[v_i, v_j] = T.float32(0.0)",
+        "            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]",
+    ]
+    # Lowered, the init comes before the reduction loop, as the schedules expect.
+    assert tir.lower_blocks(func).script().splitlines()[5:] == [
         "    for i, j in T.grid(T.int64(4), T.int64(5)):",
         "        C[i, j] = T.float32(0.0)",
         "        for k in range(T.int64(3)):",
@@ -51,7 +63,7 @@ def test_row_max_and_min_reductions() -> None:
     r = te.reduce_axis((0, 6), name="r")
     row_min = te.compute((3,), lambda i: te.min(a[i, r], axis=[r]), name="N")
     func = te.create_prim_func([a, row_max, row_min])
-    assert 'M[i] = T.float32("-inf")' in func.script()
+    assert 'M[v_i] = T.float32("-inf")' in func.script()
     x, big, small = _rand(3, 6), np.zeros(3, "float32"), np.zeros(3, "float32")
     tir.run_prim_func(func, x, big, small)
     np.testing.assert_array_equal(big, x.max(axis=1))

@@ -6,7 +6,10 @@ For each ``BlockRealize``:
 * the block's iteration variables are replaced by the values they are bound to;
 * ``init`` runs first when every reduction variable is at the start of its domain
   (``if vk == 0: init``), as TVM's ``LowerInitBlock`` does; a block without reduction
-  variables runs its ``init`` unconditionally;
+  variables runs its ``init`` unconditionally. Where the reduction variables are bound to
+  exactly the innermost loops around the block, over their domains (te's reductions), the
+  init is instead placed before those loops, unguarded: the loop nest the schedules read as a
+  reduction stage (it also stores the init when the loops run zero times);
 * ``alloc_buffers`` become :class:`~relaxvm.ir.tir.stmt.Allocate` around the block's code;
 * a predicate (``T.where``) that is not constant true becomes an ``IfThenElse``;
 * a block-level ``T.match_buffer`` view is replaced by the region of the buffer it views
@@ -25,6 +28,7 @@ from typing import Any
 
 from ...errors import VMTypeError
 from ..expr import IntImm, PrimExpr, Var
+from ..expr_functor import free_vars
 from ..expr_functor import substitute as substitute_expr
 from ..op import equal, logical_and
 from .block import Block, BlockRealize, IterVarType
@@ -32,10 +36,11 @@ from .buffer import Buffer
 from .function import PrimFunc
 from .let_expr import has_lets, inline_lets
 from .lower_match_buffer import alias_indices, match_indices, redirect_buffers
-from .stmt import Allocate, DeclBuffer, IfThenElse, Stmt, seq
+from .stmt import Allocate, DeclBuffer, For, ForKind, IfThenElse, Stmt, seq
 from .stmt_functor import StmtMutator, StmtVisitor, substitute
 
 __all__ = [
+    "as_loop_nests",
     "has_blocks",
     "lower_blocks",
     "lower_blocks_stmt",
@@ -75,6 +80,37 @@ def has_blocks(node: PrimFunc | Stmt) -> bool:
     finder = _Finder()
     finder.visit_stmt(stmt)
     return finder.found
+
+
+class _BlockFinder(StmtVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_stmt(self, stmt: Stmt) -> None:
+        if not self.found:
+            super().visit_stmt(stmt)
+
+    def visit_expr(self, expr: PrimExpr) -> None:
+        pass  # blocks are statements
+
+    def visit_block_realize_(self, stmt: BlockRealize) -> None:
+        self.found = True
+
+    def visit_block_(self, stmt: Block) -> None:
+        self.found = True
+
+
+def as_loop_nests(func: PrimFunc) -> PrimFunc:
+    """``func`` with its blocks lowered (:func:`lower_blocks`) if it has any, else ``func``
+    itself, ``Let`` expressions and ``DeclBuffer`` s kept.
+
+    For the passes that read loop nests (op-pattern analysis, FuseTIR, the schedules): a
+    kernel from ``te.create_prim_func`` is in block form, and lowers to the loop nest
+    ``te.create_loop_func`` builds; a kernel without blocks is read as it is.
+    """
+    finder = _BlockFinder()
+    finder.visit_stmt(func.body)
+    return _lower_func(func) if finder.found else func
 
 
 def opaque_handles(func: PrimFunc) -> list[Var]:
@@ -217,6 +253,80 @@ class _Lowerer(StmtMutator):
             )
         return redirect_buffers(body, {buffer: alias_indices(buffer, root)})
 
+    def visit_for_(self, stmt: For) -> Stmt:
+        hoisted = self._hoist_init(stmt)
+        return hoisted if hoisted is not None else super().visit_for_(stmt)
+
+    def _hoist_init(self, stmt: For) -> Stmt | None:
+        """``init; for k...: body`` for a reduction block whose reduction variables are bound
+        to exactly the perfect nest of loops starting at ``stmt`` (the block form of a te
+        reduction), instead of ``for k...: if k == 0: init; body``.
+
+        The two agree whenever the loops run (the init runs at the first iteration either
+        way); with no iteration the hoisted init still stores the reduction's identity. It is
+        the loop nest the schedules recognise as a reduction stage.
+        """
+        loops: list[For] = []
+        node: Stmt = stmt
+        while isinstance(node, For):
+            loops.append(node)
+            node = node.body
+        if not isinstance(node, BlockRealize):
+            return None
+        block = node.block
+        if block.init is None or block.match_buffers or block.alloc_buffers:
+            return None
+        if not (isinstance(node.predicate, IntImm) and node.predicate.value):
+            return None
+        loop_of = {loop.loop_var: loop for loop in loops}
+        reduce_vars: set[Var] = set()
+        for item, value in zip(block.iter_vars, node.iter_values, strict=True):
+            if item.iter_type != IterVarType.COMM_REDUCE:
+                if any(var in loop_of for var in free_vars(value)):
+                    return None  # the init's element would change inside the nest
+                continue
+            loop = loop_of.get(value) if isinstance(value, Var) else None
+            if loop is None or loop.loop_var in reduce_vars:
+                return None
+            if not (_same(loop.min, item.dom.min) and _same(loop.extent, item.dom.extent)):
+                return None
+            reduce_vars.add(loop.loop_var)
+            reduce_vars.add(item.var)
+        if len(loops) * 2 != len(reduce_vars):
+            return None  # a loop of the nest is not a reduction variable
+        if any(loop.kind != ForKind.SERIAL or loop.thread_binding for loop in loops):
+            return None
+        init_block = block.init
+        if any(var in reduce_vars for var in _stmt_vars(init_block)):
+            return None
+        plain = Block(
+            block.iter_vars,
+            block.reads,
+            block.writes,
+            block.name_hint,
+            block.body,
+            None,
+            annotations=block.annotations,
+        )
+        body = self.visit_block_realize_(BlockRealize(node.iter_values, True, plain))
+        for loop in reversed(loops):
+            body = For(
+                loop.loop_var,
+                loop.min,
+                loop.extent,
+                loop.kind,
+                body,
+                loop.thread_binding,
+                loop.annotations,
+            )
+        vmap = {
+            item.var: value
+            for item, value in zip(block.iter_vars, node.iter_values, strict=True)
+            if item.iter_type != IterVarType.COMM_REDUCE
+        }
+        init = substitute(self.visit_stmt(init_block), vmap)
+        return seq(init, body)
+
     def visit_block_realize_(self, stmt: BlockRealize) -> Stmt:
         block = stmt.block
         vmap: dict[Var, PrimExpr] = {
@@ -260,3 +370,22 @@ class _Lowerer(StmtMutator):
                 "BlockRealize binding them"
             )
         return self.visit_block_realize_(BlockRealize((), True, stmt))
+
+
+def _same(a: PrimExpr, b: PrimExpr) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    from ..structural import structural_equal  # structural builds on tir
+
+    return a is b or structural_equal(a, b)
+
+
+def _stmt_vars(stmt: Stmt) -> set[Var]:
+    found: set[Var] = set()
+
+    class _Vars(StmtVisitor):
+        def visit_expr(self, expr: PrimExpr) -> None:
+            found.update(free_vars(expr))
+
+    _Vars().visit_stmt(stmt)
+    return found

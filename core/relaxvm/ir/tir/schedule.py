@@ -30,6 +30,7 @@ from ..expr_functor import free_vars, post_order_visit
 from ..op import cast, convert, floordiv, floormod
 from .buffer import Buffer, BufferLoad
 from .function import PrimFunc
+from .lower_blocks import as_loop_nests
 from .stmt import Allocate, BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from .stmt_functor import StmtMutator, StmtVisitor, substitute
 
@@ -73,7 +74,7 @@ class Schedule:
     def __init__(self, func: PrimFunc) -> None:
         if not isinstance(func, PrimFunc):
             raise VMTypeError(f"Schedule: expected a PrimFunc, got {type(func).__name__}")
-        self.func = func
+        self.func = as_loop_nests(func)  # a loop schedule: block form as its loops
 
     # ---- lookup ------------------------------------------------------------------------
     def _scan(self) -> _FindLoops:

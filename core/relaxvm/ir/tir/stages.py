@@ -38,6 +38,7 @@ from relaxvm.ir.tir import (
 )
 from relaxvm.ir.tir import post_order_visit as post_order_visit_stmt
 from relaxvm.ir.tir import substitute as substitute_stmt
+from relaxvm.ir.tir.lower_blocks import as_loop_nests
 
 __all__ = [
     "COMBINE",
@@ -308,7 +309,7 @@ def parse_stages(func: PrimFunc) -> tuple[list[Buffer], list[Stage]]:
     its stages. Reductions in FuseTIR's fused form get a scratch buffer of their own (see
     :func:`_unfuse`)."""
     scratch: list[Buffer] = []
-    body = func.body
+    body = as_loop_nests(func).body  # block form (te.create_prim_func) as its loops
     while isinstance(body, Allocate):
         scratch.append(body.buffer)
         body = body.body

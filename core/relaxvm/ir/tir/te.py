@@ -11,12 +11,17 @@ Each tensor owns a TIR :class:`~relaxvm.ir.tir.Buffer`, and ``A[i, j]`` is direc
 ``BufferLoad`` of it, so a compute body is already a TIR expression over the stage's index
 variables; lowering only wraps it in loops.
 
-Lowering (:func:`create_prim_func`) emits one loop nest per compute stage, in dependency
-order. A reduction (``te.sum``/``te.max``/``te.min``, the whole body of its stage) becomes
-init-and-update: ``C[i, j] = init; for k: C[i, j] = combine(C[i, j], source)``. Tensors
-passed to ``create_prim_func`` become parameters (in the order given); **intermediate stages
-not passed are ``Allocate``'d scratch buffers in global scope**, wrapping the whole body, as
-TVM's ``create_prim_func`` makes them ``alloc_buffer``s of the root block.
+Lowering (:func:`create_prim_func`) emits one stage per computed tensor, in dependency
+order, in TVM's block form: the stage's loops around a block named after it (made unique),
+whose iteration variables ``v_<axis>`` are bound to the loops, with its ``T.reads`` /
+``T.writes`` regions (see :mod:`relaxvm.ir.tir.te_block`). A reduction (``te.sum`` /
+``te.max`` / ``te.min``, the whole body of its stage) gets reduction (``"R"``) iteration
+variables and ``with T.init():``. Tensors passed to ``create_prim_func`` become parameters
+(in the order given); **intermediate stages not passed are scratch buffers**
+(``T.alloc_buffer``, an ``Allocate`` wrapping the whole body, as relaxvm's TVMScript parser
+reads a function-level ``T.alloc_buffer``). :func:`~relaxvm.ir.tir.lower_blocks.lower_blocks`
+lowers the blocks to the plain loop nests :func:`create_loop_func` builds directly
+(``C[i, j] = init; for k: C[i, j] = combine(C[i, j], source)``).
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from ..op import add, convert, max_expr, min_expr
 from .analysis import undefined_vars
 from .buffer import Buffer, BufferLoad, as_index_list
 from .function import PrimFunc
-from .stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
+from .stmt import Allocate, Stmt, seq
 from .te_arith import TensorArithmetic
+from .te_block import BlockNames, StageParts, block_stage, loop_stage
 
 __all__ = [
     "ComputeOp",
@@ -47,6 +53,7 @@ __all__ = [
     "Reduce",
     "Tensor",
     "compute",
+    "create_loop_func",
     "create_prim_func",
     "max",
     "min",
@@ -360,28 +367,37 @@ def _stage_order(outputs: list[Tensor]) -> list[Tensor]:
     return order
 
 
-def _lower_stage(tensor: Tensor) -> Stmt:
+def _block_stage(tensor: Tensor, names: BlockNames) -> Stmt:
+    return block_stage(tensor.buffer, *_stage_parts(tensor), name=names(tensor.op.name))
+
+
+def _loop_stage(tensor: Tensor, names: BlockNames) -> Stmt:
+    del names  # loop nests have no blocks to name
+    return loop_stage(tensor.buffer, *_stage_parts(tensor))
+
+
+def _stage_parts(tensor: Tensor) -> StageParts:
     op: ComputeOp = tensor.op
-    indices = [iv.var for iv in op.axis]
+    axes = [(iv.var, iv.dom, False) for iv in op.axis]
     body = op.body
-    if isinstance(body, Reduce):
-        update: Stmt = BufferStore(tensor.buffer, body.combine(tensor[tuple(indices)]), indices)
-        if body.condition is not None:
-            update = IfThenElse(body.condition, update)
-        for iv in reversed(body.axis):
-            update = For(iv.var, iv.dom.min, iv.dom.extent, ForKind.SERIAL, update)
-        inner: Stmt = seq(BufferStore(tensor.buffer, body.init, indices), update)
-    else:
-        inner = BufferStore(tensor.buffer, body, indices)
-    for iv in reversed(op.axis):
-        inner = For(iv.var, iv.dom.min, iv.dom.extent, ForKind.SERIAL, inner)
-    return inner
+    if not isinstance(body, Reduce):
+        return axes, len(axes), body, None, None
+    axes += [(iv.var, iv.dom, True) for iv in body.axis]
+    # `combine` (not the combiner's name) makes the update: a topi reducer may override it.
+    update = body.combine(tensor[tuple(iv.var for iv in op.axis)])
+    return axes, len(op.axis), update, body.init, body.condition
 
 
 def create_prim_func(
     args: Sequence[Tensor | Var], name: str = "main", *, index_dtype_override: str | None = None
 ) -> PrimFunc:
-    """Lower te tensors to a :class:`PrimFunc` whose parameters are ``args``, in order.
+    """Lower te tensors to a :class:`PrimFunc` in TVM's block form; its parameters are
+    ``args``, in order.
+
+    Each compute stage becomes its loops around a ``T.block`` named after the stage (``C``,
+    then ``C_1``, ... when names repeat) with iteration variables ``v_<axis name>`` and its
+    read/write regions; a reduction has ``"R"`` iteration variables and a ``T.init()``. The
+    function has the attributes ``global_symbol`` (``name``) and ``tir.noalias``.
 
     Parameters
     ----------
@@ -403,28 +419,54 @@ def create_prim_func(
         variable that no parameter binds, an ``index_dtype_override`` other than ``int64``,
         or (with ``"int64"``) an extent of another dtype.
     """
+    return _build(args, name, index_dtype_override, _block_stage, "create_prim_func")
+
+
+def create_loop_func(
+    args: Sequence[Tensor | Var], name: str = "main", *, index_dtype_override: str | None = None
+) -> PrimFunc:
+    """:func:`create_prim_func` as plain loop nests (relaxvm's; TVM has no such function).
+
+    The result is what :func:`~relaxvm.ir.tir.lower_blocks.lower_blocks` makes of
+    :func:`create_prim_func`'s blocks: one nest of serial loops per stage around
+    ``Y[i, j] = value``, or for a reduction ``Y[i, j] = init`` followed by the reduction
+    loops around ``Y[i, j] = combine(Y[i, j], source)``. This is the form the CPU and CUDA
+    schedules, FuseTIR and op-pattern analysis read, built without making blocks first.
+    Parameters and errors are those of :func:`create_prim_func`.
+    """
+    return _build(args, name, index_dtype_override, _loop_stage, "create_loop_func")
+
+
+def _build(
+    args: Sequence[Tensor | Var],
+    name: str,
+    index_dtype_override: str | None,
+    lower_stage: Callable[[Tensor, BlockNames], Stmt],
+    where: str,
+) -> PrimFunc:
     tensors = [a for a in args if isinstance(a, Tensor)]
     _check_index_dtype(index_dtype_override, tensors)
     for position, arg in enumerate(args):
         if not isinstance(arg, (Tensor, Var)):
             raise VMTypeError(
-                f"te.create_prim_func: argument {position} must be a te.Tensor or a Var, "
+                f"te.{where}: argument {position} must be a te.Tensor or a Var, "
                 f"got {type(arg).__name__}"
             )
     if len(set(map(id, args))) != len(args):
-        raise VMValueError("te.create_prim_func: an argument is passed twice")
+        raise VMValueError(f"te.{where}: an argument is passed twice")
     passed = set(tensors)
     stages: list[Stmt] = []
     scratch: list[Buffer] = []
+    names = BlockNames()
     for tensor in _stage_order(tensors):
         if isinstance(tensor.op, PlaceholderOp):
             if tensor not in passed:
                 raise VMValueError(
-                    f"te.create_prim_func: placeholder {tensor.name!r} is used but not passed "
+                    f"te.{where}: placeholder {tensor.name!r} is used but not passed "
                     "in the argument list"
                 )
             continue
-        stages.append(_lower_stage(tensor))
+        stages.append(lower_stage(tensor, names))
         if tensor not in passed:
             scratch.append(tensor.buffer)
     body = seq(*stages) if stages else seq()
@@ -435,7 +477,7 @@ def create_prim_func(
     missing = undefined_vars(func)
     if missing:
         raise VMValueError(
-            f"te.create_prim_func({name}): symbolic variable(s) "
+            f"te.{where}({name}): symbolic variable(s) "
             f"{', '.join(repr(v.name) for v in missing)} are not bound by any parameter's "
             "shape; pass them as scalar Var arguments"
         )
