@@ -208,7 +208,7 @@ def _buffer_region(node: BufferRegion) -> Reflection:
 
 def _tir_block(node: Block) -> Reflection:
     # Iteration variables and scratch buffers are defined before the regions and code that
-    # use them.
+    # use them. The name is a hint, neither compared nor hashed (as TVM's SEqHashIgnore).
     children = (
         (".iter_vars", node.iter_vars, USE),
         (".alloc_buffers", node.alloc_buffers, DEF),
@@ -219,7 +219,7 @@ def _tir_block(node: Block) -> Reflection:
         (".init", node.init, USE),
         (".body", node.body, USE),
     )
-    return False, (node.name_hint,), children
+    return False, _NONE, children
 
 
 def _block_realize(node: BlockRealize) -> Reflection:
@@ -393,7 +393,7 @@ REFLECTORS: dict[type, tuple[Callable[[Any], Reflection], tuple[str, ...]]] = {
     SeqStmt: (_seq_stmt, ()),
     IterVar: (_iter_var, ("iter_type",)),
     BufferRegion: (_buffer_region, ()),
-    Block: (_tir_block, ("name_hint",)),
+    Block: (_tir_block, ()),
     BlockRealize: (_block_realize, ()),
     PrimFunc: (_prim_func, ()),
     Var: (_relax_var, ()),

@@ -6,6 +6,10 @@ A block body holds, in any order before or among its code: axis declarations
 (``B = T.alloc_buffer(...)``, which become the block's ``alloc_buffers``), views of buffer
 regions (``A_sub = T.match_buffer(A[vi, 0:4], (4,))``, the block's ``match_buffers``) and one
 ``with T.init():``. Everything else is the block's code.
+
+A block written without ``T.reads``/``T.writes`` gets them from its code, as TVM's parser
+completes it (:func:`relaxvm.ir.tir.te_block.block_access_regions`); the function's root block
+(a block without axes that is the whole function body) keeps them empty.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from ..ir.expr import Var as SymVar
 from ..ir.op import cast, const, convert
 from ..ir.tir import Buffer, BufferLoad, seq
 from ..ir.tir.block import Block, BlockRealize, BufferRegion, IterVar, MatchBufferRegion
+from ..ir.tir.te_block import block_access_regions
 from . import tir as T
 from . import tir_blocks as TB
-from ._source import ScriptError
+from ._source import ScriptError, Source
 from .tir_scoped_forms import slice_range
 
 __all__ = ["BLOCK_ONLY", "BlockParserMixin"]
@@ -42,6 +47,7 @@ class BlockParserMixin:
     make_buffer: Any
     _stmts: Any
     parse_body: Any
+    source: Source
 
     def parse_block(self, stmt: ast.With, spec: TB.BlockSpec) -> Any:
         """The BlockRealize of ``with T.block(name):`` (a bare Block for no_realize)."""
@@ -106,6 +112,16 @@ class BlockParserMixin:
                         continue
                 code.append(item)
             body = seq(self._stmts(code, 0)) if code else _noop()
+        if (reads is None or writes is None) and not (
+            not iter_vars and self._is_function_body(stmt)
+        ):
+            # TVM's ScriptComplete: what the script leaves out is detected from the code
+            # (T.reads() with no regions is kept empty); the function's root block is not.
+            detected = block_access_regions(
+                Block(iter_vars, [], [], spec.name, body, init, allocs, matches)
+            )
+            reads = detected[0] if reads is None else reads
+            writes = detected[1] if writes is None else writes
         block = Block(
             iter_vars,
             reads or [],
@@ -127,6 +143,29 @@ class BlockParserMixin:
             raise self.error(stmt, str(err)) from None
 
     # ---- recognizing block statements ------------------------------------------------------
+    def _is_function_body(self, stmt: ast.With) -> bool:
+        """Whether ``stmt`` is the only statement of its ``@T.prim_func`` (the root block, which
+        TVM leaves without reads and writes)."""
+        from ._tir_parser import is_call_of, is_declaration  # it imports this module
+
+        evaluator: Any = self  # the parser is an Evaluator
+        found = self.source.parse()
+        for node in ast.walk(found):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            code = [
+                item
+                for item in node.body
+                if not (
+                    is_call_of(evaluator, item, T.func_attr)
+                    or is_declaration(evaluator, item)
+                    or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))
+                )
+            ]
+            if any(_same_place(item, stmt) for item in node.body):
+                return len(code) == 1 and _same_place(code[0], stmt)
+        return False
+
     def _callee(self, call: ast.Call) -> Any:
         try:
             return self.eval(call.func)
@@ -242,6 +281,10 @@ class BlockParserMixin:
             else:
                 ranges.append(_point(convert(self.eval(part))))
         return BufferRegion(buffer, ranges)
+
+
+def _same_place(node: ast.stmt, other: ast.stmt) -> bool:
+    return (node.lineno, node.col_offset) == (other.lineno, other.col_offset)
 
 
 def _point(index: PrimExpr) -> Range:
