@@ -11,7 +11,7 @@ from typing import Any
 from relaxvm.ir import PrimExpr, Var, select
 from relaxvm.ir import op as sop
 from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, RelaxExpr
-from relaxvm.ir.tir import BufferStore, PrimFunc, Stmt, seq, te
+from relaxvm.ir.tir import BufferStore, Evaluate, PrimFunc, Stmt, seq, te
 from relaxvm.ir.tir.intrin import FLAT_AXIS, check_index
 
 from . import index_ops  # noqa: F401  (registers the gather/scatter/one_hot legalizations)
@@ -135,10 +135,10 @@ def _take_scalar(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
     axis = FLAT_AXIS if flat else raw_axis % len(shape)
     extent = product(shape) if flat else shape[axis]
     index = sop.cast(_scalar_operand(bb, call, 1), "int64")
-    if checked:
-        picked = sop.cast(check_index(index, extent, axis, "take"), "int64")
-    else:
-        picked = select(sop.less(index, 0), sop.add(index, extent), index)
+    picked = select(sop.less(index, 0), sop.add(index, extent), index)
+    # The index is checked once, before the loops: a check inside them could land in a
+    # vectorized or parallel loop, where it cannot return the kernel's status.
+    check = Evaluate(check_index(index, extent, axis, "take")) if checked else None
     inputs = _Inputs(op_name(call))
     (x,) = inputs.convert([call.args[0]])
     inputs._scalar(index)  # a run-time index becomes a scalar parameter of the kernel
@@ -151,6 +151,7 @@ def _take_scalar(bb: BlockBuilder, call: Call, checked: bool) -> RelaxExpr:
     out = te.compute(out_shape, body, name="T_take")
 
     def make(scalars: list[Var]) -> PrimFunc:
-        return te.create_prim_func([*inputs.placeholders, out, *scalars], name="take")
+        func = te.create_loop_func([*inputs.placeholders, out, *scalars], name="take")
+        return func if check is None else func.with_body(seq(check, func.body))
 
     return _finish(bb, inputs, [out.buffer], make, "take", OpPattern.INJECTIVE, None)

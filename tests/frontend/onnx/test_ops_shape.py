@@ -453,6 +453,11 @@ def _cases() -> list[Any]:
         one_node("Compress", [3, 2], None, {"c": np.asarray([True, False, True])}, axis=0),
         {"x": x_of(3, 2)},
     )
+    add(
+        "compress_flat",
+        one_node("Compress", [3, 2], None, {"c": np.asarray([False, True, True, False, True])}),
+        {"x": x_of(3, 2)},
+    )
     return c
 
 

@@ -398,10 +398,12 @@ def _item(tup: RelaxExpr, index: int) -> RelaxExpr:
 def compress(ctx: Context, node: Node) -> Any:
     """Keeps the slices (or flat elements, without axis) where condition is true."""
     data, condition = node.input(0), node.input(1)
-    picked = ctx.emit(op.nonzero(condition))
-    index = ctx.emit(op.reshape(picked, [-1]))
+    picked = ctx.emit(op.nonzero(condition))  # (1, count): condition is 1-d
+    # squeeze, not reshape to [-1]: the count is known only at run time, and a -1 against an
+    # unknown element count is refused (as TVM's builder does).
+    index = ctx.emit(op.squeeze(picked, [0]))
     axis = node.attr("axis", None)
     if axis is None:
-        return op.take(op.reshape(data, [-1]), index, axis=0)
+        return op.take(op.flatten(data), index, axis=0)
     rank = ctx.require_ndim(node, data, "input")
     return op.take(data, index, axis=norm_axis(node, axis, rank))
