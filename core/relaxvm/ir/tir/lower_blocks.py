@@ -50,9 +50,11 @@ __all__ = [
 
 
 class _Finder(StmtVisitor):
-    """Finds what lowering removes: blocks, ``DeclBuffer`` and ``Let`` expressions."""
+    """Finds what lowering removes: blocks, and unless ``blocks_only``, ``DeclBuffer`` and
+    ``Let`` expressions."""
 
-    def __init__(self) -> None:
+    def __init__(self, blocks_only: bool = False) -> None:
+        self.blocks_only = blocks_only
         self.found = False
 
     def visit_stmt(self, stmt: Stmt) -> None:
@@ -60,7 +62,7 @@ class _Finder(StmtVisitor):
             super().visit_stmt(stmt)
 
     def visit_expr(self, expr: PrimExpr) -> None:
-        if not self.found and has_lets(expr):
+        if not self.found and not self.blocks_only and has_lets(expr):
             self.found = True
 
     def visit_block_realize_(self, stmt: BlockRealize) -> None:
@@ -70,7 +72,10 @@ class _Finder(StmtVisitor):
         self.found = True
 
     def visit_decl_buffer_(self, stmt: DeclBuffer) -> None:
-        self.found = True
+        if self.blocks_only:
+            super().visit_decl_buffer_(stmt)
+        else:
+            self.found = True
 
 
 def has_blocks(node: PrimFunc | Stmt) -> bool:
@@ -82,24 +87,6 @@ def has_blocks(node: PrimFunc | Stmt) -> bool:
     return finder.found
 
 
-class _BlockFinder(StmtVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_stmt(self, stmt: Stmt) -> None:
-        if not self.found:
-            super().visit_stmt(stmt)
-
-    def visit_expr(self, expr: PrimExpr) -> None:
-        pass  # blocks are statements
-
-    def visit_block_realize_(self, stmt: BlockRealize) -> None:
-        self.found = True
-
-    def visit_block_(self, stmt: Block) -> None:
-        self.found = True
-
-
 def as_loop_nests(func: PrimFunc) -> PrimFunc:
     """``func`` with its blocks lowered (:func:`lower_blocks`) if it has any, else ``func``
     itself, ``Let`` expressions and ``DeclBuffer`` s kept.
@@ -108,7 +95,7 @@ def as_loop_nests(func: PrimFunc) -> PrimFunc:
     kernel from ``te.create_prim_func`` is in block form, and lowers to the loop nest
     ``te.create_loop_func`` builds; a kernel without blocks is read as it is.
     """
-    finder = _BlockFinder()
+    finder = _Finder(blocks_only=True)
     finder.visit_stmt(func.body)
     return _lower_func(func) if finder.found else func
 
