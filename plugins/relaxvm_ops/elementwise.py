@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from relaxvm import topi
 from relaxvm.ir import (
     PrimExpr,
     Var,
@@ -22,7 +23,14 @@ from relaxvm.ir import (
 )
 from relaxvm.ir import op as sop
 from relaxvm.ir.dtype import is_bool_dtype, is_float_dtype
-from relaxvm.ir.relax import BlockBuilder, Call, PrimStructInfo, PrimValue, RelaxExpr
+from relaxvm.ir.relax import (
+    BlockBuilder,
+    Call,
+    PrimStructInfo,
+    PrimValue,
+    RelaxExpr,
+    TensorStructInfo,
+)
 from relaxvm.ir.tir import intrin as T
 from relaxvm.runtime.dtype import DataType, DataTypeCode
 
@@ -319,9 +327,47 @@ _ACTIVATIONS: dict[str, Callable[[PrimExpr], PrimExpr]] = {
 }
 
 
+#: The unary ops TVM's LegalizeOps turns into ``tir_<op>`` kernels of ``topi.<op>``, so that a
+#: legalized module equals one written with ``R.emit_te(topi.<op>, x,
+#: primfunc_name_hint="tir_<op>")``; the kernels are the same math as ``_UNARY``'s (relaxvm's
+#: topi follows numpy), built by te in block form and fused after AnnotateTIROpPattern.
+_TOPI_FLOAT = {
+    name: getattr(topi, name)
+    for name in (
+        "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "tan", "asin", "acos",
+        "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "isnan", "isinf", "isfinite",
+    )
+}  # fmt: skip
+_TOPI_NUMERIC: dict[str, Callable[[Any], Any]] = {
+    "abs": topi.abs,
+    "negative": topi.negative,
+    "round": topi.round,
+    "floor": topi.floor,
+    "ceil": topi.ceil,
+    "sign": topi.sign,
+    "square": lambda x: topi.multiply(x, x),
+}
+
+
+def _topi_unary(name: str, call: Call) -> Callable[[Any], Any] | None:
+    """The topi function TVM legalizes ``call`` with, when its operand has a known shape and a
+    dtype that function takes (None: relaxvm's own kernel)."""
+    sinfo = call.args[0].struct_info
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
+        return None
+    if sinfo.dtype is None or is_bool_dtype(sinfo.dtype):
+        return None
+    if is_float_dtype(sinfo.dtype) and name in _TOPI_FLOAT:
+        return _TOPI_FLOAT[name]
+    return _TOPI_NUMERIC.get(name)
+
+
 def _make_unary(op: str, name: str, fn: Callable[[PrimExpr], PrimExpr]) -> None:
     @legalizes(op)
     def legalize(bb: BlockBuilder, call: Call) -> RelaxExpr:
+        topi_fn = _topi_unary(name, call) if op == f"relax.{name}" else None
+        if topi_fn is not None:
+            return bb.call_te(topi_fn, call.args[0], primfunc_name_hint=f"tir_{name}")
         chosen = fn
         if op == "relax.nn.gelu" and attr(call, "approximate", "none") == "tanh":
             chosen = _gelu_tanh

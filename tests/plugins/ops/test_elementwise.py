@@ -10,6 +10,7 @@ from _ops_harness import legalize, prim_funcs, run
 
 from relaxvm.ir.relax import PrimValue, op
 from relaxvm.ir.relax.op._common import make_call
+from relaxvm.transform import AnnotateTIROpPattern
 
 RNG = np.random.default_rng(0)
 
@@ -182,5 +183,12 @@ def test_primfunc_names_and_patterns() -> None:
     assert func.attrs["global_symbol"] == "add" and func.attrs["op_pattern"] == 0
     mod, _, _ = legalize(op.add, [("a", (2, 3), "float32"), ("b", (3,), "float32")])
     assert prim_funcs(mod)["add"].attrs["op_pattern"] == 1
+    # TVM's legalization of a unary op: the topi kernel "tir_exp", without a pattern until
+    # AnnotateTIROpPattern finds it elementwise.
     mod, _, _ = legalize(op.exp, [("a", (2,), "float32")])
-    assert prim_funcs(mod)["exp"].attrs["op_pattern"] == 0
+    assert "op_pattern" not in prim_funcs(mod)["tir_exp"].attrs
+    annotated = AnnotateTIROpPattern()(mod)
+    assert prim_funcs(annotated)["tir_exp"].attrs["op_pattern"] == 0
+    # Rounding an int tensor is also a topi kernel (the identity), as TVM.
+    mod, _, _ = legalize(op.floor, [("a", (2,), "int32")])
+    assert set(prim_funcs(mod)) == {"tir_floor"}
