@@ -12,6 +12,8 @@ from typing import Any
 
 from relaxvm import topi
 from relaxvm.ir import (
+    FloatImm,
+    IntImm,
     PrimExpr,
     Var,
     cast,
@@ -352,14 +354,23 @@ _TOPI_NUMERIC: dict[str, Callable[[Any], Any]] = {
 def _topi_unary(name: str, call: Call) -> Callable[[Any], Any] | None:
     """The topi function TVM legalizes ``call`` with, when its operand has a known shape and a
     dtype that function takes (None: relaxvm's own kernel)."""
+    dtype = _te_operand_dtype(call)
+    if dtype is None:
+        return None
+    if is_float_dtype(dtype) and name in _TOPI_FLOAT:
+        return _TOPI_FLOAT[name]
+    return _TOPI_NUMERIC.get(name)
+
+
+def _te_operand_dtype(call: Call) -> DataType | None:
+    """The dtype of the call's first operand when it is a non-bool tensor of known shape (what
+    a topi kernel takes), else None."""
     sinfo = call.args[0].struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
         return None
     if sinfo.dtype is None or is_bool_dtype(sinfo.dtype):
         return None
-    if is_float_dtype(sinfo.dtype) and name in _TOPI_FLOAT:
-        return _TOPI_FLOAT[name]
-    return _TOPI_NUMERIC.get(name)
+    return sinfo.dtype
 
 
 def _make_unary(op: str, name: str, fn: Callable[[PrimExpr], PrimExpr]) -> None:
@@ -382,9 +393,27 @@ for _name, _fn in _ACTIVATIONS.items():
     _make_unary(f"relax.nn.{_name}", _name, _fn)
 
 
+def _constant_bound(arg: RelaxExpr) -> int | float | None:
+    """The Python number of a constant ``R.prim_value`` bound, else None."""
+    if isinstance(arg, PrimValue) and isinstance(arg.value, (IntImm, FloatImm)):
+        return arg.value.value
+    return None
+
+
 @legalizes("relax.clip")
 def legalize_clip(bb: BlockBuilder, call: Call) -> RelaxExpr:
-    """``min(max(x, lo), hi)`` (numpy's order when ``lo > hi``)."""
+    """``min(max(x, lo), hi)`` (numpy's order when ``lo > hi``).
+
+    A float tensor of known shape clipped by constant bounds is TVM's ``tir_clip`` kernel of
+    ``topi.clip(x, lo, hi)``; other forms (run-time bounds, integers) keep relaxvm's kernel.
+    """
+    bounds = [_constant_bound(arg) for arg in call.args[1:3]]
+    dtype = _te_operand_dtype(call)
+    if dtype is not None and is_float_dtype(dtype) and None not in bounds:
+        lo, hi = bounds
+        return bb.call_te(
+            lambda x: topi.clip(x, lo, hi), call.args[0], primfunc_name_hint="tir_clip"
+        )
     dtype = out_dtype(call)
 
     def clip(x: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:

@@ -192,3 +192,8 @@ def test_primfunc_names_and_patterns() -> None:
     # Rounding an int tensor is also a topi kernel (the identity), as TVM.
     mod, _, _ = legalize(op.floor, [("a", (2,), "int32")])
     assert set(prim_funcs(mod)) == {"tir_floor"}
+    # clip: constant bounds on a float tensor are TVM's tir_clip; an int tensor keeps ours.
+    mod, _, _ = legalize(lambda t: op.clip(t, 5, 8), [("a", (2,), "float32")])
+    assert set(prim_funcs(mod)) == {"tir_clip"}
+    mod, _, _ = legalize(lambda t: op.clip(t, 5, 8), [("a", (2,), "int32")])
+    assert set(prim_funcs(mod)) == {"clip"}
