@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .errors import VMTypeError as _VMTypeError
+from .errors import VMValueError as _VMValueError
 from .ir.relax import *  # noqa: F403 - the whole Relax IR, as tvm.relax has it
 from .ir.relax import Expr, ShapeStructInfo, TensorStructInfo, update_struct_info
 from .ir.relax import __all__ as _ir_names
@@ -109,15 +111,17 @@ def get_shape_of(expr: Expr) -> Expr:
         If ``expr`` is not a Relax expression or its struct info is not a TensorStructInfo.
     """
     if not isinstance(expr, Expr):
-        raise TypeError(f"get_shape_of: expected a Relax expression, got {type(expr).__name__}")
+        raise _VMTypeError(f"get_shape_of: expected a Relax expression, got {type(expr).__name__}")
     info = expr.struct_info
     if info is None:
-        raise ValueError(
+        raise _VMValueError(
             f"get_shape_of: {type(expr).__name__} has no struct info; normalize it first "
             "(BlockBuilder.normalize)"
         )
     if not isinstance(info, TensorStructInfo):
-        raise TypeError(f"get_shape_of: expected an expression with TensorStructInfo, got {info}")
+        raise _VMTypeError(
+            f"get_shape_of: expected an expression with TensorStructInfo, got {info}"
+        )
     if info.shape is not None:
         return info.shape
     # Unknown extents: the shape is only known at run time, as in TVM's GetShapeOf.

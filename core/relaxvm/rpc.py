@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import FunctionNotFoundError, RPCNotSupportedError
+from .errors import FunctionNotFoundError, RPCNotSupportedError, VMValueError
 from .registry import get_global_func
 from .runtime import Device
 from .runtime import device as _device
@@ -98,10 +98,10 @@ class LocalSession(RPCSession):
         """
         root = Path(self._temp.path).resolve()
         if os.path.isabs(path):
-            raise ValueError(f"LocalSession: {path!r} must be relative to the session directory")
+            raise VMValueError(f"LocalSession: {path!r} must be relative to the session directory")
         full = (root / path).resolve()
         if full != root and root not in full.parents:
-            raise ValueError(f"LocalSession: {path!r} leaves the session directory")
+            raise VMValueError(f"LocalSession: {path!r} leaves the session directory")
         return str(full)
 
     def upload(
@@ -123,7 +123,7 @@ class LocalSession(RPCSession):
         """
         if isinstance(data, (bytes, bytearray)):
             if not target:
-                raise ValueError("LocalSession.upload: target must be given when data is bytes")
+                raise VMValueError("LocalSession.upload: target must be given when data is bytes")
             blob = bytes(data)
         else:
             blob = Path(data).read_bytes()
@@ -152,7 +152,7 @@ class LocalSession(RPCSession):
         """
         full = Path(self.workpath(path))
         if full == Path(self._temp.path).resolve():
-            raise ValueError("LocalSession.remove: cannot remove the session directory itself")
+            raise VMValueError("LocalSession.remove: cannot remove the session directory itself")
         if full.is_dir():
             import shutil
 

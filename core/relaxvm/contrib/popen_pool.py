@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+from ..errors import VMValueError
+
 __all__ = ["MapResult", "PopenPoolExecutor", "PopenWorker", "StatusKind"]
 
 
@@ -137,7 +139,7 @@ class PopenWorker:
         maximum_uses: int | None = None,
     ) -> None:
         if maximum_uses is not None and maximum_uses < 1:
-            raise ValueError(f"maximum_uses must be a positive int or None, got {maximum_uses}")
+            raise VMValueError(f"maximum_uses must be a positive int or None, got {maximum_uses}")
         self._initializer = initializer
         self._initargs = tuple(initargs)
         self._maximum_uses = maximum_uses

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import IO, Any, ClassVar
 
+from ..errors import VMTypeError, VMValueError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows has no fcntl; locks become no-ops as in TVM
@@ -151,7 +153,7 @@ class TempDirectory:
 
     def _require(self) -> str:
         if self.temp_dir is None:
-            raise ValueError("this TempDirectory was removed")
+            raise VMValueError("this TempDirectory was removed")
         return self.temp_dir
 
     def remove(self) -> None:
@@ -191,7 +193,7 @@ class TempDirectory:
 
     def __truediv__(self, other: str | os.PathLike[str]) -> pathlib.Path:
         if not isinstance(other, (str, pathlib.PurePath)):
-            raise TypeError(f"TempDirectory / operand must be a str or Path, got {other!r}")
+            raise VMTypeError(f"TempDirectory / operand must be a str or Path, got {other!r}")
         return self.path / other
 
     def __fspath__(self) -> str:

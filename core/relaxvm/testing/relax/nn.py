@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ... import topi
+from ...errors import VMTypeError
 from ...ir.expr_base import IntImm
 from ...ir.relax import BlockBuilder, RelaxExpr, ShapeExpr, TensorStructInfo, Var
 from ...ir.relax.block_builder import BlockBuilderError
@@ -83,7 +84,7 @@ def _unique_name(name: str) -> str:
 
 def _tensor_sinfo(kind: str, shape: Sequence[Any], dtype: str) -> TensorStructInfo:
     if not isinstance(shape, (list, tuple)):
-        raise TypeError(
+        raise VMTypeError(
             f"the shape of {kind} must be a list or a tuple, got {type(shape).__name__}"
         )
     return TensorStructInfo(list(shape), dtype)
@@ -228,7 +229,7 @@ def init_params(mod: Any) -> list[Tensor]:
         if not isinstance(shape, ShapeExpr) or not all(
             isinstance(dim, IntImm) for dim in shape.values
         ):
-            raise TypeError(
+            raise VMTypeError(
                 f"init_params: cannot initialize parameter {var.name_hint!r} of unknown shape "
                 f"({var.struct_info})"
             )
