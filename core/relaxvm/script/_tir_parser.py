@@ -141,7 +141,13 @@ class TIRParser(BlockParserMixin, ScopedFormsMixin, Evaluator):
                 statements.append(stmt)
         # A T.handle parameter never matched stays an opaque handle (TVM allows it); a kernel
         # run needs it bound to a buffer (a T.decl_buffer(..., data=handle) does that).
-        body = self.parse_body(statements)
+        # A function whose whole code is one `with T.block(...)` has a root block: TVM's parser
+        # leaves its reads and writes empty (tir_block_parser reads this).
+        self.root_statement = statements[0] if len(statements) == 1 else None
+        try:
+            body = self.parse_body(statements)
+        finally:
+            self.root_statement = None
         try:
             func = PrimFunc(params, body, self.buffer_map, attrs)
         except Exception as err:

@@ -25,7 +25,7 @@ from ..ir.tir.block import Block, BlockRealize, BufferRegion, IterVar, MatchBuff
 from ..ir.tir.te_block import block_access_regions
 from . import tir as T
 from . import tir_blocks as TB
-from ._source import ScriptError, Source
+from ._source import ScriptError
 from .tir_scoped_forms import slice_range
 
 __all__ = ["BLOCK_ONLY", "BlockParserMixin"]
@@ -47,7 +47,8 @@ class BlockParserMixin:
     make_buffer: Any
     _stmts: Any
     parse_body: Any
-    source: Source
+    #: The function's only statement while its body is parsed (set by the prim_func parser).
+    root_statement: ast.stmt | None = None
 
     def parse_block(self, stmt: ast.With, spec: TB.BlockSpec) -> Any:
         """The BlockRealize of ``with T.block(name):`` (a bare Block for no_realize)."""
@@ -113,7 +114,7 @@ class BlockParserMixin:
                 code.append(item)
             body = seq(self._stmts(code, 0)) if code else _noop()
         if (reads is None or writes is None) and not (
-            not iter_vars and self._is_function_body(stmt)
+            not iter_vars and stmt is self.root_statement
         ):
             # TVM's ScriptComplete: what the script leaves out is detected from the code
             # (T.reads() with no regions is kept empty); the function's root block is not.
@@ -143,29 +144,6 @@ class BlockParserMixin:
             raise self.error(stmt, str(err)) from None
 
     # ---- recognizing block statements ------------------------------------------------------
-    def _is_function_body(self, stmt: ast.With) -> bool:
-        """Whether ``stmt`` is the only statement of its ``@T.prim_func`` (the root block, which
-        TVM leaves without reads and writes)."""
-        from ._tir_parser import is_call_of, is_declaration  # it imports this module
-
-        evaluator: Any = self  # the parser is an Evaluator
-        found = self.source.parse()
-        for node in ast.walk(found):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            code = [
-                item
-                for item in node.body
-                if not (
-                    is_call_of(evaluator, item, T.func_attr)
-                    or is_declaration(evaluator, item)
-                    or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))
-                )
-            ]
-            if any(_same_place(item, stmt) for item in node.body):
-                return len(code) == 1 and _same_place(code[0], stmt)
-        return False
-
     def _callee(self, call: ast.Call) -> Any:
         try:
             return self.eval(call.func)
@@ -281,10 +259,6 @@ class BlockParserMixin:
             else:
                 ranges.append(_point(convert(self.eval(part))))
         return BufferRegion(buffer, ranges)
-
-
-def _same_place(node: ast.stmt, other: ast.stmt) -> bool:
-    return (node.lineno, node.col_offset) == (other.lineno, other.col_offset)
 
 
 def _point(index: PrimExpr) -> Range:
